@@ -1,0 +1,311 @@
+/*
+ * qtk.h — the quantized tensor kit: public API of the core library.
+ *
+ * qtk quantizes f32 tensors into every low-bit scheme of Burn's QuantScheme family
+ * (q8f q8s q4f q4s q2f q2s e4m3 e5m2 e2m1; symmetric and lookup modes; native,
+ * packed and u32 stores along any dimension; per-tensor, N-D block and two-level
+ * scales), dequantizes them, converts between schemes, and reads/writes the exact
+ * byte layout Burn uses. The semantics are those of SPEC.md; every function here
+ * follows them to the bit.
+ *
+ * Conventions
+ *   - Every function that can fail returns a qtk_status. QTK_OK is 0. On failure,
+ *     qtk_last_error() returns a message (per thread) naming what was wrong.
+ *   - Nothing in the library prints, aborts or exits.
+ *   - Objects the library allocates have one owner and one free function.
+ *   - Shapes are row-major arrays of size_t, rank 0..QTK_MAX_RANK.
+ *
+ * A minimal example:
+ *
+ *     qtk_scheme s;
+ *     if (qtk_scheme_parse("q4f,block=32:f16", &s) != QTK_OK) { puts(qtk_last_error()); ... }
+ *     size_t shape[2] = { 64, 128 };
+ *     qtk_tensor *t = NULL;
+ *     if (qtk_quantize(x, shape, 2, &s, NULL, &t) != QTK_OK) { ... }
+ *     size_t n = 0; const uint8_t *bytes = qtk_tensor_bytes(t, &n);   // Burn's layout
+ *     qtk_dequantize(t, QTK_DTYPE_F32, y, 64 * 128);
+ *     qtk_tensor_free(t);
+ */
+#ifndef QTK_H
+#define QTK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(_WIN32) && defined(QTK_SHARED_BUILD)
+#  define QTK_API __declspec(dllexport)
+#elif defined(__GNUC__)
+#  define QTK_API __attribute__((visibility("default")))
+#else
+#  define QTK_API
+#endif
+
+#define QTK_VERSION_MAJOR 0
+#define QTK_VERSION_MINOR 1
+#define QTK_VERSION_PATCH 0
+#define QTK_VERSION_STRING "0.1.0"
+
+QTK_API const char *qtk_version(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Status codes and errors                                                                     */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum qtk_status {
+    QTK_OK = 0,
+    QTK_E_ARG,         /* a NULL pointer, a bad enum value, an option out of range */
+    QTK_E_SCHEME,      /* a scheme that is not valid (or not valid for this shape) */
+    QTK_E_PARSE,       /* a spec string that does not parse */
+    QTK_E_SHAPE,       /* rank, extent or block mismatch; size overflow */
+    QTK_E_LENGTH,      /* a byte or element count that is not the one expected */
+    QTK_E_VALUE,       /* a non-finite input value, scale, or table entry; an out-of-range field */
+    QTK_E_NOMEM,       /* allocation failure */
+    QTK_E_IO,          /* reading or writing a file failed */
+    QTK_E_FORMAT,      /* a file whose contents are malformed */
+    QTK_E_UNSUPPORTED, /* valid, but not something qtk does */
+    QTK_E_NOTFOUND,    /* a named thing (table, tensor, key) that does not exist */
+    QTK_E_INTERNAL     /* a bug in qtk: please report it */
+} qtk_status;
+
+/* A short stable name for a status ("QTK_E_SHAPE"). Never NULL. */
+QTK_API const char *qtk_status_name(qtk_status st);
+
+/* The message of the last failure on the calling thread ("" if none yet). The pointer is
+ * valid until the next qtk call on this thread. */
+QTK_API const char *qtk_last_error(void);
+
+/* Clears the calling thread's message. */
+QTK_API void qtk_clear_error(void);
+
+/* Optional custom allocator for every allocation the library makes (thread-safe to read;
+ * set it before other threads use qtk). Passing NULL restores malloc/free. */
+typedef struct qtk_allocator {
+    void *(*alloc)(void *opaque, size_t size);
+    void (*free)(void *opaque, void *ptr);
+    void *opaque;
+} qtk_allocator;
+QTK_API void qtk_set_allocator(const qtk_allocator *a);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Scalar number formats                                                                       */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef enum qtk_dtype {
+    QTK_DTYPE_NONE = 0,
+    QTK_DTYPE_F32,
+    QTK_DTYPE_F16,   /* IEEE binary16 */
+    QTK_DTYPE_BF16,  /* bfloat16 */
+    QTK_DTYPE_E4M3,  /* FP8 E4M3FN: bias 7, no inf, S.1111.111 is NaN */
+    QTK_DTYPE_E5M2,  /* FP8 E5M2: bias 15, IEEE-style inf and NaN */
+    QTK_DTYPE_E2M1,  /* FP4: bias 1, no inf or NaN */
+    QTK_DTYPE_UE8M0, /* unsigned exponent-only 2^(e-127); 0xFF is NaN; no zero */
+    QTK_DTYPE_UE4M3, /* E4M3 with the sign bit 0 */
+    QTK_DTYPE_COUNT_
+} qtk_dtype;
+
+QTK_API const char *qtk_dtype_name(qtk_dtype d);      /* "f32", "ue4m3", ...; "?" if unknown */
+QTK_API qtk_status qtk_dtype_parse(const char *name, qtk_dtype *out); /* case-insensitive */
+QTK_API unsigned qtk_dtype_bits(qtk_dtype d);          /* 32, 16, 8 or 4; 0 if unknown */
+
+/* Decode a code of the format to f32 (exact: every code of these formats is an f32). */
+QTK_API float qtk_fmt_decode(qtk_dtype d, uint32_t code);
+/* Encode with round to nearest, ties to even. Finite values beyond the format's largest
+ * finite value become inf where the format has one (f16, bf16, e5m2; NaN for e4m3 and
+ * ue4m3 codes) and saturate otherwise (e2m1). NaN in gives a NaN code where one exists.
+ * Unsigned formats (ue8m0, ue4m3) encode |x|. */
+QTK_API uint32_t qtk_fmt_encode(qtk_dtype d, float x);
+/* The stored-scale rule (SPEC §2 step 4): the smallest value of the format not below |x|,
+ * saturating at the format's largest finite value (ue8m0: clamped to [2^-127, 2^127]);
+ * f32 returns x unchanged. The sign of x is kept for the signed formats. x must be finite. */
+QTK_API uint32_t qtk_fmt_round_up(qtk_dtype d, float x);
+/* Largest finite value of the format. */
+QTK_API float qtk_fmt_max(qtk_dtype d);
+
+/* ------------------------------------------------------------------------------------------ */
+/* The scheme                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+#define QTK_MAX_RANK 8
+#define QTK_MAX_BLOCK_DIMS 5
+#define QTK_BLOCK_MAX_EXTENT 65535u
+#define QTK_BLOCK_WHOLE 0u  /* a block dimension of 0 means "*": the whole extent */
+#define QTK_TABLE_NAME_MAX 32
+
+typedef enum qtk_value {
+    QTK_VALUE_Q8F = 0,
+    QTK_VALUE_Q8S,
+    QTK_VALUE_Q4F,
+    QTK_VALUE_Q4S,
+    QTK_VALUE_Q2F,
+    QTK_VALUE_Q2S,
+    QTK_VALUE_E4M3,
+    QTK_VALUE_E5M2,
+    QTK_VALUE_E2M1,
+    QTK_VALUE_COUNT_
+} qtk_value;
+
+typedef enum qtk_mode { QTK_MODE_SYMMETRIC = 0, QTK_MODE_LOOKUP } qtk_mode;
+
+typedef enum qtk_store {
+    QTK_STORE_U32 = 0,    /* 32/bits fields per little-endian u32 word (the default) */
+    QTK_STORE_NATIVE,     /* one field per byte */
+    QTK_STORE_PACKED      /* the value's native packing: e2m1 two per byte, others one */
+} qtk_store;
+
+/* A scheme is a plain value: copy it, compare it with qtk_scheme_equal, zero-initialise
+ * then set fields, or fill it with qtk_scheme_parse. An all-zero scheme is Burn's
+ * default: q8f, symmetric, u32 store along dim 0, one f32 scale for the tensor. */
+typedef struct qtk_scheme {
+    qtk_value value;
+    qtk_mode mode;                       /* lookup requires table[] */
+    qtk_store store;
+    uint8_t pack_dim;                    /* counted from the innermost dimension (0 = last) */
+    uint8_t block_rank;                  /* 0: no block level; else 1..5 */
+    uint32_t block[QTK_MAX_BLOCK_DIMS];  /* block[0..block_rank), outermost first;
+                                            1..65535 or QTK_BLOCK_WHOLE */
+    qtk_dtype block_dtype;               /* scale dtype of the block level */
+    qtk_dtype tensor_dtype;              /* tensor level, or QTK_DTYPE_NONE */
+    char table[QTK_TABLE_NAME_MAX];      /* lookup table name (lower case), "" for symmetric */
+} qtk_scheme;
+
+/* Parse a spec string (SPEC §1.1) or a preset name. Case-insensitive. On error the message
+ * quotes the offending part. */
+QTK_API qtk_status qtk_scheme_parse(const char *spec, qtk_scheme *out);
+/* Canonical spec string of a valid scheme; it parses back to an equal scheme. Writes at most
+ * cap bytes including the terminator; *needed (optional) gets the full length + 1. */
+QTK_API qtk_status qtk_scheme_format(const qtk_scheme *s, char *buf, size_t cap, size_t *needed);
+/* Name of the preset the scheme equals ("nvfp4", ...) or NULL. */
+QTK_API const char *qtk_scheme_preset_name(const qtk_scheme *s);
+/* Checks a scheme on its own (value/store/level combinations, table present and sized). */
+QTK_API qtk_status qtk_scheme_validate(const qtk_scheme *s);
+/* 1 if equal (block dims compared after canonicalisation), else 0. */
+QTK_API int qtk_scheme_equal(const qtk_scheme *a, const qtk_scheme *b);
+/* Field width in bits of a value (8, 4 or 2), and the integer range [lo, hi] (for
+ * minifloats: -max, max). */
+QTK_API unsigned qtk_value_bits(qtk_value v);
+QTK_API const char *qtk_value_name(qtk_value v);
+QTK_API float qtk_value_max(qtk_value v);
+/* 1 if the scheme has both levels (two-level scaling). */
+QTK_API int qtk_scheme_is_two_level(const qtk_scheme *s);
+
+/* Everything derived from a scheme and a shape. */
+typedef struct qtk_layout {
+    int rank;
+    size_t shape[QTK_MAX_RANK];
+    size_t numel;
+    unsigned bits;               /* field width */
+    unsigned fields_per_unit;    /* fields in one storage unit: 1, 2, 4, 8 or 16 */
+    unsigned unit_bytes;         /* bytes of one storage unit: 1 or 4 */
+    int pack_axis;               /* tensor axis the fields are packed along, -1 if 1 per unit */
+    size_t storage_shape[QTK_MAX_RANK]; /* shape in storage units (rank 0 -> [1]) */
+    size_t value_bytes;          /* bytes of the packed-values region */
+    size_t block[QTK_MAX_RANK];  /* resolved block extent per tensor dim (per-tensor: shape) */
+    size_t grid[QTK_MAX_RANK];   /* blocks per dim */
+    size_t n_scales;             /* scales stored (1 for per-tensor) */
+    qtk_dtype scale_dtype;       /* dtype of the stored scales */
+    size_t scale_bytes;          /* bytes of the scale region */
+    size_t global_bytes;         /* 4 for two-level, else 0 */
+    size_t table_entries;        /* 2^bits for lookup, else 0 */
+    size_t table_bytes;          /* 4 * table_entries */
+    size_t scales_offset, global_offset, table_offset;
+    size_t total_bytes;          /* exact length of the tensor's bytes (SPEC §5) */
+} qtk_layout;
+
+QTK_API qtk_status qtk_layout_compute(const qtk_scheme *s, const size_t *shape, int rank,
+                                      qtk_layout *out);
+/* Storage bits per element including scales, global and table. */
+QTK_API double qtk_layout_bits_per_element(const qtk_layout *l);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Lookup tables                                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Registers (or replaces) a table of n = 2, 4, 16 or 256 finite f32 entries under a name
+ * (letters, digits, '_' and '-', at most 31 characters; stored lower case). The built-in
+ * "nf4" and "iq4nl" cannot be replaced. Thread-safe. */
+QTK_API qtk_status qtk_table_register(const char *name, const float *entries, size_t n);
+/* Copies up to cap entries of a table into out; *n gets its size. Thread-safe. */
+QTK_API qtk_status qtk_table_get(const char *name, float *out, size_t cap, size_t *n);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Quantized tensors                                                                           */
+/* ------------------------------------------------------------------------------------------ */
+
+typedef struct qtk_tensor qtk_tensor;
+
+typedef enum qtk_calibration {
+    QTK_CALIB_MINMAX = 0, /* alpha = max |x| over the group */
+    QTK_CALIB_ABSMEAN     /* alpha = mean |x| (BitNet b1.58); not for two-level schemes */
+} qtk_calibration;
+
+typedef struct qtk_quantize_options {
+    qtk_calibration calibration;
+    /* Caller-given scales (Burn's quantize with qparams): one per scale group, row-major over
+     * the block grid; NULL to calibrate. n_scales must equal the layout's n_scales. */
+    const float *scales;
+    size_t n_scales;
+    /* Caller-given two-level global scale; required with scales for two-level schemes. */
+    const float *global;
+    int threads; /* 0: the library default (qtk_set_threads) */
+} qtk_quantize_options;
+
+/* Quantize n = numel(shape) f32 values. opts may be NULL (minmax calibration). */
+QTK_API qtk_status qtk_quantize(const float *x, const size_t *shape, int rank,
+                                const qtk_scheme *s, const qtk_quantize_options *opts,
+                                qtk_tensor **out);
+
+/* Quantize into caller memory: dst must hold exactly qtk_layout.total_bytes bytes. */
+QTK_API qtk_status qtk_quantize_into(const float *x, const size_t *shape, int rank,
+                                     const qtk_scheme *s, const qtk_quantize_options *opts,
+                                     void *dst, size_t dst_len);
+
+/* Build a tensor from Burn-layout bytes (SPEC §5); the bytes are copied. The length must be
+ * exactly the layout's total_bytes. Scales must be finite; ue4m3/ue8m0 scales must not be
+ * NaN codes or have the sign bit; native sub-byte fields must be sign extensions of their
+ * width; lookup tables finite. */
+QTK_API qtk_status qtk_tensor_from_bytes(const void *bytes, size_t len, const size_t *shape,
+                                         int rank, const qtk_scheme *s, qtk_tensor **out);
+
+/* Validate Burn-layout bytes without building a tensor (what from_bytes checks). */
+QTK_API qtk_status qtk_bytes_check(const void *bytes, size_t len, const size_t *shape, int rank,
+                                   const qtk_scheme *s);
+
+QTK_API void qtk_tensor_free(qtk_tensor *t);
+
+/* The tensor's bytes in Burn's layout, owned by the tensor. */
+QTK_API const uint8_t *qtk_tensor_bytes(const qtk_tensor *t, size_t *len);
+QTK_API const qtk_scheme *qtk_tensor_scheme(const qtk_tensor *t);
+QTK_API const qtk_layout *qtk_tensor_layout(const qtk_tensor *t);
+/* Copies the stored scales decoded to f32 (n = layout.n_scales); the two-level global
+ * (1.0 when there is none). */
+QTK_API qtk_status qtk_tensor_scales(const qtk_tensor *t, float *out, size_t cap);
+QTK_API float qtk_tensor_global(const qtk_tensor *t);
+
+/* Dequantize into out (n_out elements of dtype f32, f16 or bf16; n_out must equal numel). */
+QTK_API qtk_status qtk_dequantize(const qtk_tensor *t, qtk_dtype dtype, void *out, size_t n_out);
+/* Dequantize straight from Burn-layout bytes (validated as by qtk_tensor_from_bytes). */
+QTK_API qtk_status qtk_dequantize_bytes(const void *bytes, size_t len, const size_t *shape,
+                                        int rank, const qtk_scheme *s, qtk_dtype dtype,
+                                        void *out, size_t n_out);
+
+/* Re-quantize a tensor under another scheme: the result equals
+ * qtk_quantize(dequantize(t), shape, s, opts), computed a slab at a time. */
+QTK_API qtk_status qtk_convert(const qtk_tensor *t, const qtk_scheme *s,
+                               const qtk_quantize_options *opts, qtk_tensor **out);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Execution                                                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Default thread count for operations (0 = number of available cores). */
+QTK_API void qtk_set_threads(int n);
+QTK_API int qtk_get_threads(void);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* QTK_H */

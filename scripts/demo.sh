@@ -1,0 +1,8 @@
+#!/bin/sh
+# demo.sh — builds qtk (Release) and runs the main job on its built-in default.
+set -eu
+cd "$(dirname "$0")/.."
+. scripts/deps.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
+./build/qtk demo

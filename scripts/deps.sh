@@ -1,0 +1,21 @@
+#!/bin/sh
+# deps.sh — installs what building and testing qtk needs, when it is missing (Debian/Ubuntu).
+# Sourced by demo.sh and test.sh; safe to run on its own.
+set -eu
+
+qtk_need=""
+command -v cmake >/dev/null 2>&1 || qtk_need="$qtk_need cmake"
+command -v make >/dev/null 2>&1 || qtk_need="$qtk_need make"
+command -v cc >/dev/null 2>&1 || qtk_need="$qtk_need gcc libc6-dev"
+command -v pkg-config >/dev/null 2>&1 || qtk_need="$qtk_need pkg-config"
+
+if [ -n "$qtk_need" ]; then
+    echo "qtk: installing:$qtk_need" >&2
+    if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else
+        echo "qtk: need root (or sudo) to apt-get install:$qtk_need" >&2
+        exit 1
+    fi
+    $SUDO apt-get update -qq
+    # shellcheck disable=SC2086
+    DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends $qtk_need >/dev/null
+fi

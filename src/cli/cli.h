@@ -1,0 +1,53 @@
+/* cli.h — shared pieces of the qtk command-line tool. Each command lives in its own file
+ * and only calls the public library API and the io layer. */
+#ifndef QTK_CLI_H
+#define QTK_CLI_H
+
+#include "qtk.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+
+/* Exit codes: 0 success, 1 failure while working, 2 bad usage. */
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2 };
+
+typedef struct cli_opt {
+    const char *name;  /* long name without dashes, e.g. "scheme" */
+    bool has_value;
+    const char **value; /* where a value goes (has_value) */
+    bool *flag;         /* where a flag goes (!has_value) */
+    const char ***multi; /* repeatable: array of values (optional, with n_multi) */
+    int *n_multi;
+} cli_opt;
+
+/* Parses argv[1..] (argv[0] is the command name). Positional arguments go to pos (at most
+ * max_pos). Returns CLI_OK, or CLI_USAGE after printing the problem; sets *help when
+ * --help or -h is present. */
+int cli_parse(const char *cmd, int argc, char **argv, const cli_opt *opts, int n_opts, const char **pos,
+              int max_pos, int *n_pos, bool *help);
+
+/* Prints "qtk CMD: message" and the library's last error when st != QTK_OK. */
+int cli_fail(const char *cmd, qtk_status st, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 3, 4)))
+#endif
+    ;
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+#if defined(__GNUC__)
+    __attribute__((format(printf, 2, 3)))
+#endif
+    ;
+
+/* "D0xD1x..." or "scalar" */
+bool cli_parse_shape(const char *s, size_t *shape, int *rank);
+bool cli_parse_int(const char *s, long lo, long hi, long *out);
+bool cli_parse_float(const char *s, float *out);
+const char *cli_shape_str(const size_t *shape, int rank, char *buf, size_t cap);
+
+/* Commands */
+int cmd_quantize(int argc, char **argv);
+int cmd_dequantize(int argc, char **argv);
+int cmd_scheme(int argc, char **argv);
+int cmd_demo(int argc, char **argv);
+
+#endif

@@ -1,0 +1,121 @@
+/* cmd_quantize.c — qtk quantize: an f32 .npy array to the bytes of SPEC §5. */
+#include "cli.h"
+
+#include "io/fileio.h"
+#include "io/npy.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: qtk quantize --scheme SPEC [--calibration minmax|absmean]\n"
+    "                    [--scales S.npy [--global G]] [--threads N] IN.npy OUT.bin\n"
+    "\n"
+    "Quantizes the array in IN.npy (float32, float16 or float64, C order) under SPEC and writes\n"
+    "the quantized tensor's bytes to OUT.bin in Burn's layout:\n"
+    "  [packed values][scales][f32 global, two-level only][f32 table, lookup only]\n"
+    "\n"
+    "  --scheme SPEC          a spec string or preset (see 'qtk scheme --help')\n"
+    "  --calibration C        minmax (max |x| per group, the default) or absmean (mean |x|,\n"
+    "                         BitNet b1.58; not for two-level schemes)\n"
+    "  --scales S.npy         use these scales instead of calibrating: one f32 per scale group,\n"
+    "                         row-major over the block grid (shaped as the grid, or flat)\n"
+    "  --global G             the two-level global scale that goes with --scales\n"
+    "  --threads N            worker threads (default: all cores)\n"
+    "\n"
+    "The shape of the tensor is the array's shape; dequantize needs it again (--shape).\n"
+    "On any error nothing is written and the exit status is non-zero.\n";
+
+int cmd_quantize(int argc, char **argv) {
+    const char *cmd = "quantize";
+    const char *spec = NULL, *calib = NULL, *scales_path = NULL, *global_s = NULL, *threads_s = NULL;
+    const cli_opt opts[] = {
+        {"scheme", true, &spec, NULL, NULL, NULL},       {"calibration", true, &calib, NULL, NULL, NULL},
+        {"scales", true, &scales_path, NULL, NULL, NULL}, {"global", true, &global_s, NULL, NULL, NULL},
+        {"threads", true, &threads_s, NULL, NULL, NULL},
+    };
+    const char *pos[2];
+    int npos;
+    bool help;
+    int rc = cli_parse(cmd, argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), pos, 2, &npos, &help);
+    if (rc) return rc;
+    if (help) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (!spec) return cli_usage_error(cmd, "--scheme is required");
+    if (npos != 2) return cli_usage_error(cmd, "expected IN.npy and OUT.bin");
+    if (global_s && !scales_path) return cli_usage_error(cmd, "--global goes with --scales");
+
+    qtk_quantize_options o = {0};
+    if (calib) {
+        if (strcmp(calib, "minmax") == 0) o.calibration = QTK_CALIB_MINMAX;
+        else if (strcmp(calib, "absmean") == 0) o.calibration = QTK_CALIB_ABSMEAN;
+        else return cli_usage_error(cmd, "--calibration '%s' is not minmax or absmean", calib);
+        if (scales_path) return cli_usage_error(cmd, "--calibration and --scales exclude each other");
+    }
+    if (threads_s) {
+        long t;
+        if (!cli_parse_int(threads_s, 1, 4096, &t)) return cli_usage_error(cmd, "--threads '%s' is not 1..4096", threads_s);
+        o.threads = (int)t;
+    }
+    float global = 0.0f;
+    if (global_s) {
+        if (!cli_parse_float(global_s, &global)) return cli_usage_error(cmd, "--global '%s' is not a finite number", global_s);
+        o.global = &global;
+    }
+    qtk_scheme s;
+    qtk_status st = qtk_scheme_parse(spec, &s);
+    if (st) return cli_fail(cmd, st, "--scheme");
+
+    qtk_npy in = {0}, sc = {0};
+    uint8_t *out = NULL;
+    st = qtk_npy_read(pos[0], &in);
+    if (st) {
+        rc = cli_fail(cmd, st, "cannot read the input");
+        goto done;
+    }
+    if (scales_path) {
+        st = qtk_npy_read(scales_path, &sc);
+        if (st) {
+            rc = cli_fail(cmd, st, "cannot read --scales");
+            goto done;
+        }
+        o.scales = sc.data;
+        o.n_scales = sc.numel;
+    }
+    qtk_layout L;
+    st = qtk_layout_compute(&s, in.shape, in.rank, &L);
+    if (st) {
+        rc = cli_fail(cmd, st, "scheme '%s' does not fit the input", spec);
+        goto done;
+    }
+    if (scales_path && sc.rank > 1) {
+        /* a grid-shaped scales array must match the block grid */
+        bool same = sc.rank == L.rank;
+        for (int i = 0; same && i < sc.rank; i++) same = sc.shape[i] == L.grid[i];
+        if (!same) {
+            char a[128], b[128];
+            rc = cli_fail(cmd, QTK_OK, "--scales has shape %s but the block grid is %s (give it shaped as the grid, or flat)",
+                          cli_shape_str(sc.shape, sc.rank, a, sizeof a), cli_shape_str(L.grid, L.rank, b, sizeof b));
+            goto done;
+        }
+    }
+    out = malloc(L.total_bytes ? L.total_bytes : 1);
+    if (!out) {
+        rc = cli_fail(cmd, QTK_OK, "out of memory for %zu bytes", L.total_bytes);
+        goto done;
+    }
+    st = qtk_quantize_into(in.data, in.shape, in.rank, &s, &o, out, L.total_bytes);
+    if (st) {
+        rc = cli_fail(cmd, st, "cannot quantize '%s'", pos[0]);
+        goto done;
+    }
+    st = qtk_io_write_file(pos[1], out, L.total_bytes, 1);
+    if (st) rc = cli_fail(cmd, st, "cannot write the output");
+done:
+    free(out);
+    qtk_npy_free(&in);
+    qtk_npy_free(&sc);
+    return rc;
+}

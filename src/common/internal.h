@@ -1,0 +1,84 @@
+/* internal.h — helpers shared by every part of libqtk (not installed). */
+#ifndef QTK_INTERNAL_H
+#define QTK_INTERNAL_H
+
+#include "qtk.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#if defined(__GNUC__)
+#  define QTK_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#  define QTK_LIKELY(x) __builtin_expect(!!(x), 1)
+#  define QTK_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#  define QTK_INTERNAL __attribute__((visibility("hidden")))
+#else
+#  define QTK_PRINTF(a, b)
+#  define QTK_LIKELY(x) (x)
+#  define QTK_UNLIKELY(x) (x)
+#  define QTK_INTERNAL
+#endif
+
+/* Records a message for the calling thread and returns st, so callers write
+ * `return qtk__err(QTK_E_ARG, "...", ...);`. */
+QTK_INTERNAL qtk_status qtk__err(qtk_status st, const char *fmt, ...) QTK_PRINTF(2, 3);
+/* Prepends context to the current message: "context: previous message". */
+QTK_INTERNAL qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) QTK_PRINTF(2, 3);
+
+QTK_INTERNAL void *qtk__malloc(size_t n);
+QTK_INTERNAL void *qtk__calloc(size_t count, size_t size);
+QTK_INTERNAL void qtk__free(void *p);
+
+/* Overflow-checked arithmetic: return false on overflow. */
+static inline bool qtk__mul_ok(size_t a, size_t b, size_t *r) {
+#if defined(__GNUC__)
+    return !__builtin_mul_overflow(a, b, r);
+#else
+    if (a != 0 && b > SIZE_MAX / a) return false;
+    *r = a * b;
+    return true;
+#endif
+}
+static inline bool qtk__add_ok(size_t a, size_t b, size_t *r) {
+    if (b > SIZE_MAX - a) return false;
+    *r = a + b;
+    return true;
+}
+static inline size_t qtk__ceil_div(size_t a, size_t b) { return a / b + (a % b != 0); }
+
+static inline uint32_t qtk__f32_bits(float f) {
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+static inline float qtk__bits_f32(uint32_t u) {
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+static inline bool qtk__isfinite(float f) { return (qtk__f32_bits(f) & 0x7f800000u) != 0x7f800000u; }
+
+/* Little-endian loads/stores that work at any alignment. */
+static inline uint16_t qtk__ld16(const uint8_t *p) { return (uint16_t)(p[0] | (p[1] << 8)); }
+static inline uint32_t qtk__ld32(const uint8_t *p) {
+    return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
+}
+static inline void qtk__st16(uint8_t *p, uint16_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+}
+static inline void qtk__st32(uint8_t *p, uint32_t v) {
+    p[0] = (uint8_t)v;
+    p[1] = (uint8_t)(v >> 8);
+    p[2] = (uint8_t)(v >> 16);
+    p[3] = (uint8_t)(v >> 24);
+}
+
+/* Formats a shape as "[2, 3, 4]" into buf (always terminated). */
+QTK_INTERNAL const char *qtk__shape_str(const size_t *shape, int rank, char *buf, size_t cap);
+
+/* Thread count to use for a job of `work` elements (≥ 1). */
+QTK_INTERNAL int qtk__threads_for(int requested, size_t work);
+
+#endif

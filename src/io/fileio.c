@@ -1,0 +1,139 @@
+/* fileio.c — whole-file reads and all-or-nothing writes. */
+#include "fileio.h"
+
+#include "common/internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void qtk_io_free(void *p) { free(p); }
+
+qtk_status qtk_io_read_file(const char *path, uint8_t **data, size_t *len) {
+    *data = NULL;
+    *len = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return qtk__err(QTK_E_IO, "cannot open '%s': %s", path, strerror(errno));
+    struct stat sb;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        fclose(f);
+        return qtk__err(QTK_E_IO, "'%s' is not a regular file", path);
+    }
+    size_t n = (size_t)sb.st_size;
+    uint8_t *buf = malloc(n ? n : 1);
+    if (!buf) {
+        fclose(f);
+        return qtk__err(QTK_E_NOMEM, "out of memory reading '%s' (%zu bytes)", path, n);
+    }
+    if (n && fread(buf, 1, n, f) != n) {
+        int e = errno;
+        fclose(f);
+        free(buf);
+        return qtk__err(QTK_E_IO, "cannot read '%s': %s", path, e ? strerror(e) : "short read");
+    }
+    fclose(f);
+    *data = buf;
+    *len = n;
+    return QTK_OK;
+}
+
+static char *dup_str(const char *s) {
+    size_t n = strlen(s) + 1;
+    char *d = malloc(n);
+    if (d) memcpy(d, s, n);
+    return d;
+}
+
+qtk_status qtk_afile_open(qtk_afile *a, const char *path, int force) {
+    memset(a, 0, sizeof *a);
+    struct stat sb;
+    if (!force && stat(path, &sb) == 0)
+        return qtk__err(QTK_E_IO, "'%s' exists; not overwriting it (use --force)", path);
+    size_t n = strlen(path);
+    a->path = dup_str(path);
+    a->tmp = malloc(n + 16);
+    if (!a->path || !a->tmp) {
+        qtk_afile_abort(a);
+        return qtk__err(QTK_E_NOMEM, "out of memory");
+    }
+    memcpy(a->tmp, path, n);
+    memcpy(a->tmp + n, ".qtk-tmp-XXXXXX", 16);
+    int fd = mkstemp(a->tmp);
+    if (fd < 0) {
+        int e = errno;
+        free(a->tmp);
+        a->tmp = NULL;
+        qtk_afile_abort(a);
+        return qtk__err(QTK_E_IO, "cannot create a file beside '%s': %s", path, strerror(e));
+    }
+    fchmod(fd, 0644);
+    a->f = fdopen(fd, "wb");
+    if (!a->f) {
+        close(fd);
+        qtk_afile_abort(a);
+        return qtk__err(QTK_E_IO, "cannot open a temporary file for '%s'", path);
+    }
+    return QTK_OK;
+}
+
+qtk_status qtk_afile_write(qtk_afile *a, const void *data, size_t n) {
+    if (a->err) return a->err;
+    if (n && fwrite(data, 1, n, a->f) != n) {
+        a->err = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
+        return a->err;
+    }
+    a->written += n;
+    return QTK_OK;
+}
+
+qtk_status qtk_afile_zeros(qtk_afile *a, size_t n) {
+    static const uint8_t z[4096];
+    while (n) {
+        size_t k = n < sizeof z ? n : sizeof z;
+        qtk_status st = qtk_afile_write(a, z, k);
+        if (st) return st;
+        n -= k;
+    }
+    return QTK_OK;
+}
+
+qtk_status qtk_afile_commit(qtk_afile *a) {
+    qtk_status st = a->err;
+    if (!st && fflush(a->f) != 0) st = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
+    if (!st && fsync(fileno(a->f)) != 0 && errno != EINVAL)
+        st = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
+    if (fclose(a->f) != 0 && !st) st = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
+    a->f = NULL;
+    if (!st && rename(a->tmp, a->path) != 0)
+        st = qtk__err(QTK_E_IO, "cannot rename the output into '%s': %s", a->path, strerror(errno));
+    if (st) {
+        qtk_afile_abort(a);
+        return st;
+    }
+    free(a->tmp);
+    free(a->path);
+    memset(a, 0, sizeof *a);
+    return QTK_OK;
+}
+
+void qtk_afile_abort(qtk_afile *a) {
+    if (a->f) fclose(a->f);
+    if (a->tmp) unlink(a->tmp);
+    free(a->tmp);
+    free(a->path);
+    memset(a, 0, sizeof *a);
+}
+
+qtk_status qtk_io_write_file(const char *path, const void *data, size_t len, int force) {
+    qtk_afile a;
+    qtk_status st = qtk_afile_open(&a, path, force);
+    if (st) return st;
+    st = qtk_afile_write(&a, data, len);
+    if (st) {
+        qtk_afile_abort(&a);
+        return st;
+    }
+    return qtk_afile_commit(&a);
+}

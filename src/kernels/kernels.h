@@ -1,0 +1,45 @@
+/* kernels.h — the hot loops, behind one table of function pointers.
+ *
+ * ref.c defines the bits. Accelerated implementations must produce identical bytes and
+ * values; each entry may return false to say "not for this plan", and the caller then
+ * uses the reference. All entries work on a range of rows [r0, r1) so that the caller
+ * can split work across threads along boundaries it has checked are independent. */
+#ifndef QTK_KERNELS_H
+#define QTK_KERNELS_H
+
+#include "plan.h"
+
+/* Pointer convention: x and out point at the first element of row r0; element j of row r
+ * is at (r - r0) * inner + j. qtk__stats.bad holds absolute flat indices. */
+
+/* Per-group statistics gathered by the calibration pass. */
+typedef struct qtk__stats {
+    float *amax;     /* minmax: max |x| per group */
+    double *sum;     /* absmean: completed 65536-element runs, summed in order */
+    double *run;     /* absmean: the run in progress */
+    size_t *count;   /* absmean: elements seen */
+    size_t bad;      /* lowest index of a non-finite input seen, or SIZE_MAX */
+} qtk__stats;
+
+typedef struct qtk__kernels {
+    const char *name;
+    /* max |x| per group over rows [r0, r1) into st->amax (which holds the running max);
+     * records the first non-finite index in st->bad. */
+    bool (*amax_rows)(const qtk__plan *p, const float *x, qtk__stats *st, size_t r0, size_t r1);
+    /* fields of rows [r0, r1) into the zeroed values region vals, with effective scales eff */
+    bool (*encode_rows)(const qtk__plan *p, const float *x, const float *eff, uint8_t *vals, size_t r0, size_t r1);
+    /* values of rows [r0, r1) into out (dtype f32, f16 or bf16) */
+    bool (*decode_rows)(const qtk__plan *p, const uint8_t *vals, const float *eff, qtk_dtype dtype, void *out,
+                        size_t r0, size_t r1);
+} qtk__kernels;
+
+QTK_INTERNAL extern const qtk__kernels qtk__kernels_ref;
+
+/* Reference row loops (also used for absmean and finiteness checks). */
+QTK_INTERNAL void qtk__ref_absmean_rows(const qtk__plan *p, const float *x, qtk__stats *st, size_t r0, size_t r1);
+QTK_INTERNAL size_t qtk__ref_first_nonfinite(const float *x, size_t n);
+
+/* The implementation chosen for this process (see dispatch.c). */
+QTK_INTERNAL const qtk__kernels *qtk__kernels_active(void);
+
+#endif

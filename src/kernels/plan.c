@@ -1,0 +1,55 @@
+/* plan.c — derives a kernel plan from a scheme and a shape. */
+#include "plan.h"
+
+qtk_status qtk__plan_init(qtk__plan *p, const qtk_scheme *s, const size_t *shape, int rank, const float *table) {
+    memset(p, 0, sizeof *p);
+    qtk_status st = qtk_layout_compute(s, shape, rank, &p->L);
+    if (st) return st;
+    p->s = *s;
+    qtk__scheme_canonical_block(&p->s);
+    p->vi = qtk__value(s->value);
+    p->erank = rank > 0 ? rank : 1;
+    for (int i = 0; i < p->erank; i++) p->eshape[i] = rank > 0 ? shape[i] : 1;
+    if (rank == 0) p->L.block[0] = 1;
+    p->inner = p->eshape[p->erank - 1];
+    p->rows = p->inner ? p->L.numel / p->inner : 0;
+    size_t g = 1, u = 1;
+    for (int i = p->erank - 1; i >= 0; i--) {
+        p->gstride[i] = g;
+        p->sstride[i] = u;
+        g *= rank > 0 ? p->L.grid[i] : 1;
+        u *= p->L.storage_shape[i];
+    }
+    p->blk_last = p->L.block[p->erank - 1];
+    p->fpu = p->L.fields_per_unit;
+    p->unit_bytes = p->L.unit_bytes;
+    p->bits = p->L.bits;
+    p->mask = (1u << p->bits) - 1u;
+    p->pack_last = p->fpu > 1 && p->L.pack_axis == p->erank - 1;
+    p->lookup = s->mode == QTK_MODE_LOOKUP;
+    p->kind = p->vi->kind;
+    p->native_int = s->store == QTK_STORE_NATIVE && p->kind == QTK__KIND_INT && !p->lookup;
+    p->lo = (float)p->vi->lo;
+    p->hi = (float)p->vi->hi;
+    p->fmax = p->vi->max;
+    p->fmt = p->vi->fmt;
+    p->two_level = qtk_scheme_is_two_level(s);
+    if (p->lookup) {
+        size_t n = 0;
+        if (table) {
+            n = p->L.table_entries;
+            memcpy(p->table, table, n * sizeof(float));
+        } else {
+            st = qtk__table_find(s->table, p->table, &n);
+            if (st) return st;
+        }
+        p->table_n = n;
+        p->tmin = p->tmax = p->table[0];
+        for (size_t i = 1; i < n; i++) {
+            if (p->table[i] < p->tmin) p->tmin = p->table[i];
+            if (p->table[i] > p->tmax) p->tmax = p->table[i];
+        }
+        p->zero_code = qtk__lookup_nearest(p, 0.0f);
+    }
+    return QTK_OK;
+}

@@ -1,0 +1,141 @@
+/* plan.h — everything a kernel needs to know about one (scheme, shape) pair, and the
+ * element-level reference codecs that define qtk's bits.
+ *
+ * A tensor is walked as `rows` rows of `inner` elements (the last dimension). For a row,
+ * qtk__plan_row gives the index of its first scale group, the storage unit of its first
+ * field and, when fields are packed along another axis, the slot the row occupies in
+ * each unit. Along the row: scale = scale_base + j / blk_last; when packed along the last
+ * axis, unit = unit_base + j / fpu and slot = j % fpu, otherwise unit = unit_base + j. */
+#ifndef QTK_PLAN_H
+#define QTK_PLAN_H
+
+#include "../formats/scalar.h"
+#include "../scheme/scheme_internal.h"
+
+#include <math.h>
+
+typedef struct qtk__plan {
+    qtk_scheme s; /* canonical block dims */
+    qtk_layout L;
+    const qtk__value_info *vi;
+    int erank;                    /* max(rank, 1) */
+    size_t eshape[QTK_MAX_RANK];  /* shape, [1] for rank 0 */
+    size_t inner, rows;           /* row length and row count (rows = 0 when numel = 0) */
+    size_t gstride[QTK_MAX_RANK]; /* row-major strides of the block grid */
+    size_t sstride[QTK_MAX_RANK]; /* row-major strides of the storage shape (units) */
+    size_t blk_last;              /* block extent along the last axis */
+    bool pack_last;               /* fields packed along the last axis (fpu > 1) */
+    unsigned fpu, unit_bytes, bits;
+    uint32_t mask;                /* (1 << bits) - 1 */
+    bool native_int;              /* native store of integer fields: bytes are sign-extended */
+    bool lookup;
+    qtk__value_kind kind;         /* kind of the value (lookup fields are indices whatever it is) */
+    float lo, hi;                 /* integer range as floats */
+    float fmax;                   /* minifloat largest finite value */
+    qtk_dtype fmt;                /* minifloat format */
+    bool two_level;
+    /* lookup */
+    size_t table_n;
+    float table[256];
+    float tmin, tmax;
+    uint32_t zero_code;           /* field for an element whose effective scale is 0 */
+} qtk__plan;
+
+typedef struct qtk__row {
+    size_t scale_base, unit_base;
+    unsigned slot;
+} qtk__row;
+
+/* Builds the plan. table: the lookup table to use (table_n = 2^bits entries), or NULL to
+ * take the scheme's named table from the registry. */
+QTK_INTERNAL qtk_status qtk__plan_init(qtk__plan *p, const qtk_scheme *s, const size_t *shape, int rank,
+                                       const float *table);
+
+static inline void qtk__plan_row(const qtk__plan *p, size_t r, qtk__row *ri) {
+    size_t sb = 0, ub = 0, rem = r;
+    unsigned slot = 0;
+    for (int i = p->erank - 2; i >= 0; i--) {
+        size_t n = p->eshape[i], c = rem % n;
+        rem /= n;
+        sb += (c / p->L.block[i]) * p->gstride[i];
+        if (i == p->L.pack_axis) {
+            ub += (c / p->fpu) * p->sstride[i];
+            slot = (unsigned)(c % p->fpu);
+        } else {
+            ub += c * p->sstride[i];
+        }
+    }
+    ri->scale_base = sb;
+    ri->unit_base = ub;
+    ri->slot = slot;
+}
+
+/* ---- element codecs (the reference) ---- */
+
+/* Index of the table entry nearest q (lowest index on a tie), distances compared exactly. */
+static inline uint32_t qtk__lookup_nearest(const qtk__plan *p, float q) {
+    double qd = q < p->tmin ? (double)p->tmin : q > p->tmax ? (double)p->tmax : (double)q;
+    uint32_t best = 0;
+    double bd = fabs(qd - (double)p->table[0]);
+    for (size_t i = 1; i < p->table_n; i++) {
+        double d = fabs(qd - (double)p->table[i]);
+        if (d < bd) {
+            bd = d;
+            best = (uint32_t)i;
+        }
+    }
+    return best;
+}
+
+/* The field (bits wide, unsigned code) for input x under effective scale e. */
+static inline uint32_t qtk__encode_elem(const qtk__plan *p, float x, float e) {
+    if (e == 0.0f) return p->zero_code;
+    float q = x / e;
+    if (p->lookup) return qtk__lookup_nearest(p, q);
+    if (p->kind == QTK__KIND_INT) {
+        float r = roundf(q);
+        r = r < p->lo ? p->lo : r > p->hi ? p->hi : r;
+        return (uint32_t)(int32_t)r & p->mask;
+    }
+    float y = q < -p->fmax ? -p->fmax : q > p->fmax ? p->fmax : q;
+    switch (p->fmt) {
+    case QTK_DTYPE_E4M3: return qtk__f32_to_e4m3_sat(y);
+    case QTK_DTYPE_E5M2: return qtk__f32_to_e5m2_sat(y);
+    default: return qtk__f32_to_e2m1_sat(y);
+    }
+}
+
+/* The value of a field (before scaling). */
+static inline float qtk__decode_elem(const qtk__plan *p, uint32_t code) {
+    if (p->lookup) return p->table[code];
+    if (p->kind == QTK__KIND_INT) {
+        int32_t v = (int32_t)(code << (32 - p->bits)) >> (32 - p->bits);
+        return (float)v;
+    }
+    switch (p->fmt) {
+    case QTK_DTYPE_E4M3: return qtk__e4m3_to_f32((uint8_t)code);
+    case QTK_DTYPE_E5M2: return qtk__e5m2_to_f32((uint8_t)code);
+    default: return qtk__e2m1_to_f32((uint8_t)code);
+    }
+}
+
+/* ---- fields in storage (the pack room's primitives) ---- */
+
+/* OR a field into zero-initialised storage. */
+static inline void qtk__field_put(const qtk__plan *p, uint8_t *vals, size_t unit, unsigned slot, uint32_t code) {
+    if (p->native_int) {
+        /* sign-extend the bits-wide field to a byte */
+        vals[unit] = (uint8_t)((int32_t)(code << (32 - p->bits)) >> (32 - p->bits));
+        return;
+    }
+    unsigned bit = slot * p->bits;
+    vals[unit * p->unit_bytes + bit / 8] |= (uint8_t)(code << (bit % 8));
+}
+
+static inline uint32_t qtk__field_get(const qtk__plan *p, const uint8_t *vals, size_t unit, unsigned slot) {
+    if (p->native_int) return vals[unit] & p->mask;
+    unsigned bit = slot * p->bits;
+    return (uint32_t)(vals[unit * p->unit_bytes + bit / 8] >> (bit % 8)) & p->mask;
+}
+
+#endif

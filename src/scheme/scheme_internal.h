@@ -1,0 +1,32 @@
+/* scheme_internal.h — facts about values and schemes shared inside the library. */
+#ifndef QTK_SCHEME_INTERNAL_H
+#define QTK_SCHEME_INTERNAL_H
+
+#include "../common/internal.h"
+
+typedef enum { QTK__KIND_INT, QTK__KIND_FLOAT } qtk__value_kind;
+
+typedef struct qtk__value_info {
+    const char *name;
+    unsigned bits;
+    qtk__value_kind kind;
+    int lo, hi;          /* integer range (integers only) */
+    float max;           /* largest magnitude: hi for integers (the half-range is below) */
+    float half_range;    /* (hi - lo) / 2: the divisor of the raw scale (SPEC §2 step 2) */
+    qtk_dtype fmt;       /* minifloat format (floats only) */
+} qtk__value_info;
+
+QTK_INTERNAL const qtk__value_info *qtk__value(qtk_value v);
+
+/* Leading 1s dropped, at least one dim kept. */
+QTK_INTERNAL void qtk__scheme_canonical_block(qtk_scheme *s);
+
+/* Table registry: copies the named table into out[256]; *n gets its size. */
+QTK_INTERNAL qtk_status qtk__table_find(const char *name, float *out, size_t *n);
+
+static inline bool qtk__is_scale_dtype(qtk_dtype d) {
+    return d == QTK_DTYPE_F32 || d == QTK_DTYPE_F16 || d == QTK_DTYPE_BF16 || d == QTK_DTYPE_UE8M0 ||
+           d == QTK_DTYPE_UE4M3;
+}
+
+#endif

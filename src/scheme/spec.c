@@ -1,0 +1,223 @@
+/* spec.c — spec strings (SPEC §1.1): parsing, presets, canonical formatting. */
+#include "scheme_internal.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+typedef struct {
+    const char *name;
+    const char *spec;
+} preset;
+
+static const preset presets[] = {
+    {"nvfp4", "e2m1,block=16:ue4m3,tensor=f32,store=packed:0"},
+    {"mxfp4", "e2m1,block=32:ue8m0,store=packed:0"},
+    {"mxfp8", "e4m3,block=32:ue8m0,store=native"},
+    {"nf4", "q4f,table=nf4,block=64:f32"},
+};
+
+#define SPEC_MAX 512
+
+/* Error with the whole spec quoted and the offending part named. */
+#define PERR(...) perr(spec, __VA_ARGS__)
+static qtk_status perr(const char *spec, const char *fmt, ...) QTK_PRINTF(2, 3);
+static qtk_status perr(const char *spec, const char *fmt, ...) {
+    char what[384];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    return qtk__err(QTK_E_PARSE, "invalid scheme '%s': %s", spec, what);
+}
+
+static bool parse_uint(const char *s, unsigned long max, unsigned long *out) {
+    if (!*s) return false;
+    unsigned long v = 0;
+    for (; *s; s++) {
+        if (!isdigit((unsigned char)*s)) return false;
+        v = v * 10 + (unsigned long)(*s - '0');
+        if (v > max) return false;
+    }
+    *out = v;
+    return true;
+}
+
+static qtk_status parse_scale_dtype(const char *spec, const char *opt, const char *txt, qtk_dtype *out) {
+    qtk_dtype d;
+    if (qtk_dtype_parse(txt, &d) != QTK_OK || !qtk__is_scale_dtype(d))
+        return PERR("in '%s': '%s' is not a scale dtype (f32, f16, bf16, ue8m0, ue4m3)", opt, txt);
+    *out = d;
+    return QTK_OK;
+}
+
+static qtk_status parse_block(const char *spec, const char *opt, char *val, qtk_scheme *s) {
+    char *colon = strchr(val, ':');
+    if (!colon) return PERR("in '%s': a block needs a scale dtype, as in block=32:f16", opt);
+    *colon = '\0';
+    qtk_status st = parse_scale_dtype(spec, opt, colon + 1, &s->block_dtype);
+    if (st) return st;
+    unsigned n = 0;
+    char *p = val;
+    for (;;) {
+        char *x = strchr(p, 'x');
+        if (x) *x = '\0';
+        if (n == QTK_MAX_BLOCK_DIMS)
+            return PERR("in '%s': a block has at most %d dims", opt, QTK_MAX_BLOCK_DIMS);
+        if (strcmp(p, "*") == 0) {
+            s->block[n++] = QTK_BLOCK_WHOLE;
+        } else {
+            unsigned long v;
+            if (!parse_uint(p, QTK_BLOCK_MAX_EXTENT, &v) || v == 0)
+                return PERR("in '%s': block dim '%s' is not a number in 1..%u or '*'", opt, p,
+                            QTK_BLOCK_MAX_EXTENT);
+            s->block[n++] = (uint32_t)v;
+        }
+        if (!x) break;
+        p = x + 1;
+    }
+    s->block_rank = (uint8_t)n;
+    qtk__scheme_canonical_block(s);
+    return QTK_OK;
+}
+
+static qtk_status parse_store(const char *spec, const char *opt, char *val, qtk_scheme *s) {
+    char *colon = strchr(val, ':');
+    unsigned long d = 0;
+    if (colon) {
+        *colon = '\0';
+        if (!parse_uint(colon + 1, QTK_MAX_RANK - 1, &d))
+            return PERR("in '%s': pack dimension '%s' is not a number in 0..%d", opt, colon + 1, QTK_MAX_RANK - 1);
+    }
+    if (strcmp(val, "native") == 0) {
+        if (colon) return PERR("in '%s': store=native has no pack dimension", opt);
+        s->store = QTK_STORE_NATIVE;
+    } else if (strcmp(val, "packed") == 0) {
+        s->store = QTK_STORE_PACKED;
+    } else if (strcmp(val, "u32") == 0) {
+        s->store = QTK_STORE_U32;
+    } else {
+        return PERR("in '%s': '%s' is not a store (native, packed[:D], u32[:D])", opt, val);
+    }
+    s->pack_dim = (uint8_t)d;
+    return QTK_OK;
+}
+
+qtk_status qtk_scheme_parse(const char *spec_in, qtk_scheme *out) {
+    if (!spec_in || !out) return qtk__err(QTK_E_ARG, "qtk_scheme_parse: NULL argument");
+    const char *spec = spec_in;
+    size_t len = strlen(spec_in);
+    if (len == 0) return qtk__err(QTK_E_PARSE, "invalid scheme '': empty spec");
+    if (len >= SPEC_MAX) return qtk__err(QTK_E_PARSE, "invalid scheme: spec is %zu characters long (at most %d)", len, SPEC_MAX - 1);
+    char buf[SPEC_MAX];
+    for (size_t i = 0; i <= len; i++) buf[i] = (char)tolower((unsigned char)spec_in[i]);
+
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        if (strcmp(buf, presets[i].name) == 0) return qtk_scheme_parse(presets[i].spec, out);
+        size_t pl = strlen(presets[i].name);
+        if (strncmp(buf, presets[i].name, pl) == 0 && buf[pl] == ',')
+            return PERR("preset '%s' takes no options (write its expansion '%s' and change that)",
+                        presets[i].name, presets[i].spec);
+    }
+
+    qtk_scheme s;
+    memset(&s, 0, sizeof s);
+    /* strtok skips empty fields; detect them first so "q8f,,block=..." is an error */
+    if (buf[0] == ',' || buf[len - 1] == ',' || strstr(buf, ",,")) return PERR("empty option (stray ',')");
+    char *save = NULL;
+    char *tok = strtok_r(buf, ",", &save);
+    if (!tok) return PERR("no value");
+    int v = -1;
+    for (int i = 0; i < QTK_VALUE_COUNT_; i++)
+        if (strcmp(tok, qtk_value_name((qtk_value)i)) == 0) v = i;
+    if (v < 0)
+        return PERR("'%s' is not a value (q8f q8s q4f q4s q2f q2s e4m3 e5m2 e2m1) or a preset (nvfp4 mxfp4 mxfp8 nf4)", tok);
+    s.value = (qtk_value)v;
+
+    bool seen_block = false, seen_tensor = false, seen_store = false, seen_table = false;
+    while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
+        char opt[SPEC_MAX];
+        snprintf(opt, sizeof opt, "%s", tok);
+        char *eq = strchr(tok, '=');
+        if (!eq) return PERR("option '%s' is not KEY=VALUE (block=, tensor=, store=, table=)", opt);
+        *eq = '\0';
+        char *val = eq + 1;
+        qtk_status st;
+        if (strcmp(tok, "block") == 0) {
+            if (seen_block) return PERR("block= given twice");
+            seen_block = true;
+            st = parse_block(spec, opt, val, &s);
+        } else if (strcmp(tok, "tensor") == 0) {
+            if (seen_tensor) return PERR("tensor= given twice");
+            seen_tensor = true;
+            st = parse_scale_dtype(spec, opt, val, &s.tensor_dtype);
+        } else if (strcmp(tok, "store") == 0) {
+            if (seen_store) return PERR("store= given twice");
+            seen_store = true;
+            st = parse_store(spec, opt, val, &s);
+        } else if (strcmp(tok, "table") == 0) {
+            if (seen_table) return PERR("table= given twice");
+            seen_table = true;
+            size_t tl = strlen(val);
+            if (tl == 0 || tl >= QTK_TABLE_NAME_MAX) return PERR("in '%s': table name must be 1..%d characters", opt, QTK_TABLE_NAME_MAX - 1);
+            memcpy(s.table, val, tl + 1);
+            s.mode = QTK_MODE_LOOKUP;
+            st = QTK_OK;
+        } else {
+            return PERR("unknown option '%s' (block=, tensor=, store=, table=)", tok);
+        }
+        if (st) return st;
+    }
+    qtk_status st = qtk_scheme_validate(&s);
+    if (st) return qtk__err_context(st, "invalid scheme '%s'", spec);
+    *out = s;
+    return QTK_OK;
+}
+
+qtk_status qtk_scheme_format(const qtk_scheme *s0, char *buf, size_t cap, size_t *needed) {
+    if (!s0) return qtk__err(QTK_E_ARG, "qtk_scheme_format: NULL scheme");
+    qtk_status st = qtk_scheme_validate(s0);
+    if (st) return st;
+    qtk_scheme s = *s0;
+    qtk__scheme_canonical_block(&s);
+    char tmp[SPEC_MAX];
+    size_t n = 0;
+#define APPEND(...) n += (size_t)snprintf(tmp + n, sizeof tmp - n, __VA_ARGS__)
+    APPEND("%s", qtk_value_name(s.value));
+    if (s.mode == QTK_MODE_LOOKUP) APPEND(",table=%s", s.table);
+    if (s.block_rank) {
+        APPEND(",block=");
+        for (unsigned i = 0; i < s.block_rank; i++) {
+            if (i) APPEND("x");
+            if (s.block[i] == QTK_BLOCK_WHOLE) APPEND("*");
+            else APPEND("%u", (unsigned)s.block[i]);
+        }
+        APPEND(":%s", qtk_dtype_name(s.block_dtype));
+    }
+    if (s.tensor_dtype != QTK_DTYPE_NONE) APPEND(",tensor=%s", qtk_dtype_name(s.tensor_dtype));
+    if (s.store == QTK_STORE_NATIVE) APPEND(",store=native");
+    else if (s.store == QTK_STORE_PACKED) APPEND(",store=packed:%u", s.pack_dim);
+    else if (s.pack_dim != 0) APPEND(",store=u32:%u", s.pack_dim);
+#undef APPEND
+    if (needed) *needed = n + 1;
+    if (buf && cap) {
+        if (n + 1 > cap) {
+            snprintf(buf, cap, "%s", tmp);
+            return qtk__err(QTK_E_LENGTH, "qtk_scheme_format: buffer of %zu bytes; %zu needed", cap, n + 1);
+        }
+        memcpy(buf, tmp, n + 1);
+    } else if (!needed) {
+        return qtk__err(QTK_E_ARG, "qtk_scheme_format: no buffer");
+    }
+    return QTK_OK;
+}
+
+const char *qtk_scheme_preset_name(const qtk_scheme *s) {
+    if (!s) return NULL;
+    for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
+        qtk_scheme p;
+        if (qtk_scheme_parse(presets[i].spec, &p) == QTK_OK && qtk_scheme_equal(&p, s)) return presets[i].name;
+    }
+    return NULL;
+}

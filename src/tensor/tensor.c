@@ -1,0 +1,287 @@
+/* tensor.c — the quantized tensor object; quantize, bytes in/out (Burn's layout, SPEC §5),
+ * dequantize. */
+#include "tensor_internal.h"
+
+#include "../calib/calibrate.h"
+#include "../exec/exec.h"
+
+#include <stdio.h>
+
+struct qtk_tensor {
+    qtk_scheme scheme;
+    qtk_layout layout;
+    uint8_t *bytes;
+};
+
+static const char *spec_of(const qtk_scheme *s, char *buf, size_t cap) {
+    if (qtk_scheme_format(s, buf, cap, NULL) != QTK_OK) snprintf(buf, cap, "?");
+    return buf;
+}
+
+qtk_status qtk__check_x(const float *x, size_t numel) {
+    if (!x && numel > 0) return qtk__err(QTK_E_ARG, "input values are NULL");
+    return QTK_OK;
+}
+
+void qtk__write_tail(const qtk__plan *p, const qtk__scales *sc, uint8_t *dst) {
+    unsigned sz = qtk__scale_size(p->L.scale_dtype);
+    for (size_t i = 0; i < sc->n; i++) qtk__scale_store(p->L.scale_dtype, dst + p->L.scales_offset + i * sz, sc->codes[i]);
+    if (p->L.global_bytes) qtk__st32(dst + p->L.global_offset, qtk__f32_bits(sc->global));
+    for (size_t i = 0; i < p->L.table_entries; i++)
+        qtk__st32(dst + p->L.table_offset + 4 * i, qtk__f32_bits(p->table[i]));
+}
+
+qtk_status qtk_quantize_into(const float *x, const size_t *shape, int rank, const qtk_scheme *s,
+                             const qtk_quantize_options *opts, void *dst, size_t dst_len) {
+    qtk__plan *p = qtk__malloc(sizeof *p);
+    if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk_status st = qtk__plan_init(p, s, shape, rank, NULL);
+    if (!st) st = qtk__check_x(x, p->L.numel);
+    if (!st && !dst) st = qtk__err(QTK_E_ARG, "destination is NULL");
+    if (!st && dst_len != p->L.total_bytes) {
+        char sb[256], ss[160];
+        st = qtk__err(QTK_E_LENGTH, "destination holds %zu bytes; scheme '%s' on shape %s needs exactly %zu", dst_len,
+                      spec_of(&p->s, ss, sizeof ss), qtk__shape_str(p->L.shape, rank, sb, sizeof sb),
+                      p->L.total_bytes);
+    }
+    qtk_quantize_options o = opts ? *opts : (qtk_quantize_options){0};
+    qtk__scales sc = {0};
+    if (!st) {
+        if (o.scales) {
+            if (p->lookup && p->tmin == 0.0f && p->tmax == 0.0f)
+                st = qtk__err(QTK_E_SCHEME, "table '%s' has no non-zero entry", p->s.table);
+            size_t bad = st ? SIZE_MAX : qtk__ref_first_nonfinite(x, p->L.numel);
+            if (!st && bad != SIZE_MAX) {
+                char ib[256];
+                st = qtk__err(QTK_E_VALUE, "input value at %s is not finite; qtk quantizes finite values only",
+                              qtk__index_str(p, bad, ib, sizeof ib));
+            }
+            if (!st) st = qtk__scales_given(p, o.scales, o.n_scales, o.global, &sc);
+        } else {
+            if (o.global) st = qtk__err(QTK_E_ARG, "a global scale was given without block scales");
+            if (!st) st = qtk__scales_calibrate(p, x, o.calibration, o.threads, &sc);
+        }
+    }
+    if (!st) {
+        uint8_t *d = dst;
+        memset(d, 0, p->L.value_bytes);
+        st = qtk__exec_encode(p, x, sc.eff, d, o.threads);
+        if (!st) qtk__write_tail(p, &sc, d);
+    }
+    qtk__scales_free(&sc);
+    qtk__free(p);
+    return st;
+}
+
+qtk_status qtk__tensor_new(const qtk_scheme *s, const qtk_layout *L, qtk_tensor **out) {
+    qtk_tensor *t = qtk__malloc(sizeof *t);
+    uint8_t *b = qtk__malloc(L->total_bytes);
+    if (!t || !b) {
+        qtk__free(t);
+        qtk__free(b);
+        return qtk__err(QTK_E_NOMEM, "out of memory for a %zu-byte tensor", L->total_bytes);
+    }
+    t->scheme = *s;
+    qtk__scheme_canonical_block(&t->scheme);
+    t->layout = *L;
+    t->bytes = b;
+    *out = t;
+    return QTK_OK;
+}
+
+qtk_status qtk_quantize(const float *x, const size_t *shape, int rank, const qtk_scheme *s,
+                        const qtk_quantize_options *opts, qtk_tensor **out) {
+    if (!out) return qtk__err(QTK_E_ARG, "qtk_quantize: out is NULL");
+    *out = NULL;
+    qtk_layout L;
+    qtk_status st = qtk_layout_compute(s, shape, rank, &L);
+    if (st) return st;
+    qtk_tensor *t;
+    st = qtk__tensor_new(s, &L, &t);
+    if (st) return st;
+    st = qtk_quantize_into(x, shape, rank, s, opts, t->bytes, L.total_bytes);
+    if (st) {
+        qtk_tensor_free(t);
+        return st;
+    }
+    *out = t;
+    return QTK_OK;
+}
+
+uint8_t *qtk__tensor_mutable_bytes(qtk_tensor *t) { return t->bytes; }
+
+void qtk_tensor_free(qtk_tensor *t) {
+    if (!t) return;
+    qtk__free(t->bytes);
+    qtk__free(t);
+}
+
+/* ---- bytes in ---- */
+
+qtk_status qtk__bytes_plan(const void *bytes, size_t len, const size_t *shape, int rank, const qtk_scheme *s,
+                           qtk__plan *p) {
+    qtk_layout L;
+    qtk_status st = qtk_layout_compute(s, shape, rank, &L);
+    if (st) return st;
+    if (!bytes && len > 0) return qtk__err(QTK_E_ARG, "bytes are NULL");
+    if (len != L.total_bytes) {
+        char sb[256], ss[160];
+        return qtk__err(QTK_E_LENGTH,
+                        "scheme '%s' on shape %s takes exactly %zu bytes (values %zu + scales %zu + global %zu + table %zu); got %zu",
+                        spec_of(s, ss, sizeof ss), qtk__shape_str(shape, rank, sb, sizeof sb), L.total_bytes,
+                        L.value_bytes, L.scale_bytes, L.global_bytes, L.table_bytes, len);
+    }
+    const uint8_t *b = bytes;
+    float table[256];
+    for (size_t i = 0; i < L.table_entries; i++) {
+        table[i] = qtk__bits_f32(qtk__ld32(b + L.table_offset + 4 * i));
+        if (!qtk__isfinite(table[i]))
+            return qtk__err(QTK_E_VALUE, "lookup table entry %zu (byte %zu) is not finite", i, L.table_offset + 4 * i);
+    }
+    return qtk__plan_init(p, s, shape, rank, L.table_entries ? table : NULL);
+}
+
+qtk_status qtk__bytes_scales(const qtk__plan *p, const uint8_t *b, float *eff, float *global) {
+    qtk_dtype d = p->L.scale_dtype;
+    unsigned sz = qtk__scale_size(d);
+    float g = 1.0f;
+    if (p->L.global_bytes) {
+        g = qtk__bits_f32(qtk__ld32(b + p->L.global_offset));
+        if (!qtk__isfinite(g))
+            return qtk__err(QTK_E_VALUE, "global scale (byte %zu) is not finite", p->L.global_offset);
+    }
+    for (size_t i = 0; i < p->L.n_scales; i++) {
+        const uint8_t *q = b + p->L.scales_offset + i * sz;
+        if (d == QTK_DTYPE_UE4M3 && (q[0] & 0x80u))
+            return qtk__err(QTK_E_VALUE, "scale %zu (byte %zu) is 0x%02x: the sign bit of a ue4m3 scale must be 0", i,
+                            p->L.scales_offset + i * sz, q[0]);
+        float v = qtk__scale_load(d, q);
+        if (!qtk__isfinite(v))
+            return qtk__err(QTK_E_VALUE, "scale %zu (byte %zu) is not finite (%s code 0x%0*x)", i,
+                            p->L.scales_offset + i * sz, qtk_dtype_name(d), (int)sz * 2,
+                            sz == 1 ? q[0] : sz == 2 ? qtk__ld16(q) : qtk__ld32(q));
+        float e = p->two_level ? g * v : v;
+        if (!qtk__isfinite(e))
+            return qtk__err(QTK_E_VALUE, "effective scale of group %zu overflows f32 (global %g x scale %g)", i,
+                            (double)g, (double)v);
+        if (eff) eff[i] = e;
+    }
+    if (global) *global = g;
+    return QTK_OK;
+}
+
+/* Native stores keep one field per byte: integer fields must be sign extensions of their
+ * width, other fields (minifloat codes, lookup indices) must fit in it. */
+static qtk_status check_native_fields(const qtk__plan *p, const uint8_t *b) {
+    if (p->s.store != QTK_STORE_NATIVE || p->bits == 8) return QTK_OK;
+    for (size_t i = 0; i < p->L.numel; i++) {
+        bool ok;
+        if (p->native_int) {
+            int v = (int8_t)b[i];
+            ok = v >= -(1 << (p->bits - 1)) && v < (1 << (p->bits - 1));
+        } else {
+            ok = b[i] <= p->mask;
+        }
+        if (!ok) {
+            char ib[256];
+            return qtk__err(QTK_E_VALUE, "native field at %s is 0x%02x, which is not a %u-bit %s", qtk__index_str(p, i, ib, sizeof ib),
+                            b[i], p->bits, p->native_int ? "signed field (sign-extended to a byte)" : "field");
+        }
+    }
+    return QTK_OK;
+}
+
+qtk_status qtk_bytes_check(const void *bytes, size_t len, const size_t *shape, int rank, const qtk_scheme *s) {
+    qtk__plan *p = qtk__malloc(sizeof *p);
+    if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk_status st = qtk__bytes_plan(bytes, len, shape, rank, s, p);
+    if (!st) st = qtk__bytes_scales(p, bytes, NULL, NULL);
+    if (!st) st = check_native_fields(p, bytes);
+    qtk__free(p);
+    return st;
+}
+
+qtk_status qtk_tensor_from_bytes(const void *bytes, size_t len, const size_t *shape, int rank, const qtk_scheme *s,
+                                 qtk_tensor **out) {
+    if (!out) return qtk__err(QTK_E_ARG, "qtk_tensor_from_bytes: out is NULL");
+    *out = NULL;
+    qtk_status st = qtk_bytes_check(bytes, len, shape, rank, s);
+    if (st) return st;
+    qtk_layout L;
+    st = qtk_layout_compute(s, shape, rank, &L);
+    if (st) return st;
+    qtk_tensor *t;
+    st = qtk__tensor_new(s, &L, &t);
+    if (st) return st;
+    if (len) memcpy(t->bytes, bytes, len);
+    *out = t;
+    return QTK_OK;
+}
+
+/* ---- accessors ---- */
+
+const uint8_t *qtk_tensor_bytes(const qtk_tensor *t, size_t *len) {
+    if (!t) return NULL;
+    if (len) *len = t->layout.total_bytes;
+    return t->bytes;
+}
+const qtk_scheme *qtk_tensor_scheme(const qtk_tensor *t) { return t ? &t->scheme : NULL; }
+const qtk_layout *qtk_tensor_layout(const qtk_tensor *t) { return t ? &t->layout : NULL; }
+
+qtk_status qtk_tensor_scales(const qtk_tensor *t, float *out, size_t cap) {
+    if (!t || (!out && t->layout.n_scales)) return qtk__err(QTK_E_ARG, "qtk_tensor_scales: NULL argument");
+    if (cap < t->layout.n_scales)
+        return qtk__err(QTK_E_LENGTH, "room for %zu scales; the tensor has %zu", cap, t->layout.n_scales);
+    unsigned sz = qtk__scale_size(t->layout.scale_dtype);
+    for (size_t i = 0; i < t->layout.n_scales; i++)
+        out[i] = qtk__scale_load(t->layout.scale_dtype, t->bytes + t->layout.scales_offset + i * sz);
+    return QTK_OK;
+}
+
+float qtk_tensor_global(const qtk_tensor *t) {
+    if (!t || !t->layout.global_bytes) return 1.0f;
+    return qtk__bits_f32(qtk__ld32(t->bytes + t->layout.global_offset));
+}
+
+/* ---- dequantize ---- */
+
+static qtk_status check_out(qtk_dtype dtype, const void *out, size_t n_out, size_t numel) {
+    if (dtype != QTK_DTYPE_F32 && dtype != QTK_DTYPE_F16 && dtype != QTK_DTYPE_BF16)
+        return qtk__err(QTK_E_ARG, "output dtype '%s' is not f32, f16 or bf16", qtk_dtype_name(dtype));
+    if (!out && numel) return qtk__err(QTK_E_ARG, "output buffer is NULL");
+    if (n_out != numel) return qtk__err(QTK_E_LENGTH, "output holds %zu elements; the tensor has %zu", n_out, numel);
+    return QTK_OK;
+}
+
+/* Dequantizes validated bytes with plan p. */
+static qtk_status dequantize_plan(const qtk__plan *p, const uint8_t *b, qtk_dtype dtype, void *out) {
+    float *eff = qtk__malloc((p->L.n_scales ? p->L.n_scales : 1) * sizeof(float));
+    if (!eff) return qtk__err(QTK_E_NOMEM, "out of memory for %zu scales", p->L.n_scales);
+    qtk_status st = qtk__bytes_scales(p, b, eff, NULL);
+    if (!st) st = qtk__exec_decode(p, b, eff, dtype, out, 0);
+    qtk__free(eff);
+    return st;
+}
+
+qtk_status qtk_dequantize_bytes(const void *bytes, size_t len, const size_t *shape, int rank, const qtk_scheme *s,
+                                qtk_dtype dtype, void *out, size_t n_out) {
+    qtk__plan *p = qtk__malloc(sizeof *p);
+    if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk_status st = qtk__bytes_plan(bytes, len, shape, rank, s, p);
+    if (!st) st = check_out(dtype, out, n_out, p->L.numel);
+    if (!st) st = check_native_fields(p, bytes);
+    if (!st) st = dequantize_plan(p, bytes, dtype, out);
+    qtk__free(p);
+    return st;
+}
+
+qtk_status qtk_dequantize(const qtk_tensor *t, qtk_dtype dtype, void *out, size_t n_out) {
+    if (!t) return qtk__err(QTK_E_ARG, "qtk_dequantize: tensor is NULL");
+    qtk__plan *p = qtk__malloc(sizeof *p);
+    if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk_status st = qtk__bytes_plan(t->bytes, t->layout.total_bytes, t->layout.shape, t->layout.rank, &t->scheme, p);
+    if (!st) st = check_out(dtype, out, n_out, p->L.numel);
+    if (!st) st = dequantize_plan(p, t->bytes, dtype, out);
+    qtk__free(p);
+    return st;
+}

@@ -1,0 +1,19 @@
+/* tensor_internal.h — pieces of the tensor operations shared by tensor.c and convert.c. */
+#ifndef QTK_TENSOR_INTERNAL_H
+#define QTK_TENSOR_INTERNAL_H
+
+#include "../calib/calibrate.h"
+
+/* Plan for Burn-layout bytes: checks the exact length and reads the lookup table. */
+QTK_INTERNAL qtk_status qtk__bytes_plan(const void *bytes, size_t len, const size_t *shape, int rank,
+                                        const qtk_scheme *s, qtk__plan *p);
+/* Decodes and checks the stored scales into eff (optional) and the global. */
+QTK_INTERNAL qtk_status qtk__bytes_scales(const qtk__plan *p, const uint8_t *b, float *eff, float *global);
+/* Writes the scale codes, the global and the lookup table after the values. */
+QTK_INTERNAL void qtk__write_tail(const qtk__plan *p, const qtk__scales *sc, uint8_t *dst);
+/* A tensor with uninitialised bytes for scheme s and layout L. */
+QTK_INTERNAL qtk_status qtk__tensor_new(const qtk_scheme *s, const qtk_layout *L, qtk_tensor **out);
+QTK_INTERNAL uint8_t *qtk__tensor_mutable_bytes(qtk_tensor *t);
+QTK_INTERNAL qtk_status qtk__check_x(const float *x, size_t numel);
+
+#endif

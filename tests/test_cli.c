@@ -1,0 +1,243 @@
+/* test_cli.c — the qtk command line (SPEC §6 contract): quantize/dequantize produce the
+ * library's bytes and values; every error exits non-zero with a message and leaves no
+ * output file; every command has --help. The binary comes from $QTK_BIN. */
+#include "test.h"
+
+#include "io/fileio.h"
+#include "io/npy.h"
+
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static const char *bin;
+static char dir[256];
+
+static int run(const char *args, char *err, size_t errcap) {
+    char cmd[2048], errpath[300];
+    snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
+    snprintf(cmd, sizeof cmd, "cd %s && %s %s >stdout.txt 2>%s", dir, bin, args, errpath);
+    int rc = system(cmd);
+    if (err) {
+        err[0] = '\0';
+        FILE *f = fopen(errpath, "r");
+        if (f) {
+            size_t n = fread(err, 1, errcap - 1, f);
+            err[n] = '\0';
+            fclose(f);
+        }
+    }
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
+}
+
+static int exists(const char *name) {
+    char p[400];
+    struct stat sb;
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    return stat(p, &sb) == 0;
+}
+
+static void write_npy(const char *name, const float *v, const size_t *shape, int rank) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    CHECK_OK(qtk_npy_write(p, v, QTK_DTYPE_F32, shape, rank, 1));
+}
+
+static uint8_t *read_file(const char *name, size_t *n) {
+    char p[400];
+    snprintf(p, sizeof p, "%s/%s", dir, name);
+    uint8_t *b = NULL;
+    if (qtk_io_read_file(p, &b, n) != QTK_OK) return NULL;
+    return b;
+}
+
+static void setup(void) {
+    bin = getenv("QTK_BIN");
+    snprintf(dir, sizeof dir, "/tmp/qtk-cli-test-XXXXXX");
+    if (!mkdtemp(dir)) {
+        perror("mkdtemp");
+        exit(1);
+    }
+}
+
+static void quantize_dequantize_roundtrip(void) {
+    const char *specs[] = {"nvfp4", "mxfp4", "mxfp8", "nf4", "q4f,block=32:f16", "q2s,block=2x8:bf16,store=u32:1",
+                           "e5m2,block=*:f32,store=native"};
+    size_t shape[2] = {6, 64};
+    float x[6 * 64];
+    uint64_t seed = 1;
+    for (int i = 0; i < 6 * 64; i++) x[i] = trand_normal(&seed);
+    write_npy("in.npy", x, shape, 2);
+    for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
+        char args[512], err[2048];
+        unlink("out.bin");
+        snprintf(args, sizeof args, "quantize --scheme '%s' in.npy out.bin", specs[k]);
+        CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse(specs[k], &s));
+        qtk_layout L;
+        CHECK_OK(qtk_layout_compute(&s, shape, 2, &L));
+        uint8_t *want = malloc(L.total_bytes);
+        CHECK_OK(qtk_quantize_into(x, shape, 2, &s, NULL, want, L.total_bytes));
+        size_t n = 0;
+        uint8_t *got = read_file("out.bin", &n);
+        CHECK_MSG(got && n == L.total_bytes && memcmp(got, want, n) == 0, "%s: OUT.bin differs from the library's bytes",
+                  specs[k]);
+        snprintf(args, sizeof args, "dequantize --scheme '%s' --shape 6x64 out.bin y.npy", specs[k]);
+        CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
+        qtk_npy y;
+        char p[400];
+        snprintf(p, sizeof p, "%s/y.npy", dir);
+        CHECK_OK(qtk_npy_read(p, &y));
+        float ref[6 * 64];
+        CHECK_OK(qtk_dequantize_bytes(want, L.total_bytes, shape, 2, &s, QTK_DTYPE_F32, ref, 6 * 64));
+        CHECK(y.rank == 2 && y.shape[0] == 6 && y.shape[1] == 64);
+        CHECK(y.data && memcmp(y.data, ref, sizeof ref) == 0);
+        qtk_npy_free(&y);
+        /* f16 and bf16 outputs */
+        snprintf(args, sizeof args, "dequantize --scheme '%s' --shape 6x64 --dtype bf16 out.bin yb.npy", specs[k]);
+        CHECK(run(args, err, sizeof err) == 0);
+        size_t bn;
+        uint8_t *bb = read_file("yb.npy", &bn);
+        CHECK(bb && strstr((char *)bb + 10, "'<u2'") != NULL);
+        if (bb) {
+            size_t off = bn - 6 * 64 * 2;
+            uint16_t h0 = (uint16_t)(bb[off] | bb[off + 1] << 8);
+            CHECK_EQ_U(h0, qtk_fmt_encode(QTK_DTYPE_BF16, ref[0]));
+        }
+        free(bb);
+        free(got);
+        free(want);
+    }
+}
+
+static void given_scales_and_global(void) {
+    float x[8] = {1, 2, 3, 4, -10, 20, -30, 40};
+    size_t shape[1] = {8}, gshape[1] = {2};
+    float sc[2] = {0.5f, 2.0f};
+    write_npy("x8.npy", x, shape, 1);
+    write_npy("s2.npy", sc, gshape, 1);
+    char err[2048];
+    CHECK(run("quantize --scheme q8s,block=4:f16,store=native --scales s2.npy x8.npy o.bin", err, sizeof err) == 0);
+    size_t n;
+    uint8_t *b = read_file("o.bin", &n);
+    CHECK(b && n == 12);
+    if (b) {
+        CHECK_EQ_U(b[0], 2);   /* 1 / 0.5 */
+        CHECK_EQ_U(b[7], 20);  /* 40 / 2 */
+        CHECK_EQ_U(b[8], 0x00);
+        CHECK_EQ_U(b[9], 0x38); /* f16 0.5 */
+    }
+    free(b);
+    CHECK(run("quantize --scheme q8s,block=4:ue4m3,tensor=f32,store=native --scales s2.npy --global 0.25 x8.npy o2.bin",
+              err, sizeof err) == 0);
+    b = read_file("o2.bin", &n);
+    CHECK(b && n == 14);
+    if (b) {
+        CHECK_EQ_U(b[0], 8); /* 1 / (0.25 * 0.5) */
+        CHECK_EQ_U(b[13], 0x3e); /* f32 0.25 = 0x3e800000 */
+    }
+    free(b);
+    unlink("o3.bin");
+    CHECK(run("quantize --scheme q8s,block=4:ue4m3,tensor=f32 --scales s2.npy x8.npy o3.bin", err, sizeof err) == 1);
+    CHECK(strstr(err, "need a global scale too") != NULL);
+    CHECK(!exists("o3.bin"));
+    CHECK(run("quantize --scheme q8s --global 2 x8.npy o3.bin", err, sizeof err) == 2);
+    CHECK(strstr(err, "--global goes with --scales") != NULL);
+    /* grid-shaped scales must match the grid */
+    float sc6[6] = {1, 1, 1, 1, 1, 1};
+    size_t g23[2] = {2, 3};
+    write_npy("s23.npy", sc6, g23, 2);
+    float x24[24] = {0};
+    size_t s24[2] = {4, 6};
+    write_npy("x24.npy", x24, s24, 2);
+    CHECK(run("quantize --scheme q8s,block=2x2:f32 --scales s23.npy x24.npy o4.bin", err, sizeof err) == 0);
+    CHECK(run("quantize --scheme q8s,block=4x1:f32 --scales s23.npy x24.npy o5.bin", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "--scales has shape 2x3 but the block grid is 1x6") != NULL, "stderr: %s", err);
+    CHECK(!exists("o5.bin"));
+}
+
+static void errors_leave_no_output(void) {
+    char err[2048];
+    float x[4] = {1, NAN, 3, 4};
+    size_t shape[1] = {4};
+    write_npy("nan.npy", x, shape, 1);
+    CHECK(run("quantize --scheme q8f nan.npy bad.bin", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "index 1 (coordinates [1]) is NaN") != NULL, "stderr: %s", err);
+    CHECK(!exists("bad.bin"));
+    CHECK(run("quantize --scheme q9f nan.npy bad.bin", err, sizeof err) == 1);
+    CHECK(strstr(err, "'q9f' is not a value") != NULL);
+    CHECK(!exists("bad.bin"));
+    CHECK(run("quantize --scheme q8f missing.npy bad.bin", err, sizeof err) == 1);
+    CHECK(strstr(err, "cannot open") != NULL);
+    /* wrong length for the scheme */
+    FILE *f = fopen("/dev/null", "r");
+    if (f) fclose(f);
+    char p[400];
+    snprintf(p, sizeof p, "%s/short.bin", dir);
+    uint8_t junk[10] = {0};
+    CHECK_OK(qtk_io_write_file(p, junk, sizeof junk, 1));
+    CHECK(run("dequantize --scheme q8f --shape 3x3 short.bin bad.npy", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "takes exactly 16 bytes") != NULL && strstr(err, "got 10") != NULL, "stderr: %s", err);
+    CHECK(!exists("bad.npy"));
+    CHECK(run("dequantize --scheme q8f --shape 3xx3 short.bin bad.npy", err, sizeof err) == 2);
+    CHECK(run("dequantize --scheme q8f --shape 3x3 --dtype f64 short.bin bad.npy", err, sizeof err) == 2);
+    CHECK(run("dequantize --scheme q8f,block=4x4:f16 --shape 16 short.bin bad.npy", err, sizeof err) == 1);
+    CHECK(strstr(err, "has rank 1") != NULL);
+    CHECK(!exists("bad.npy"));
+    CHECK(run("quantize --scheme q8f", err, sizeof err) == 2);
+    CHECK(run("quantize --bogus", err, sizeof err) == 2);
+    CHECK(strstr(err, "unknown option '--bogus'") != NULL);
+    CHECK(run("frobnicate", err, sizeof err) == 2);
+    /* scalar tensors */
+    float one = 3.0f;
+    write_npy("s.npy", &one, NULL, 0);
+    CHECK(run("quantize --scheme e4m3 s.npy s.bin", err, sizeof err) == 0);
+    CHECK(run("dequantize --scheme e4m3 --shape scalar s.bin s_out.npy", err, sizeof err) == 0);
+    qtk_npy y;
+    snprintf(p, sizeof p, "%s/s_out.npy", dir);
+    CHECK_OK(qtk_npy_read(p, &y));
+    CHECK(y.rank == 0 && y.numel == 1 && y.data[0] == 3.0f);
+    qtk_npy_free(&y);
+}
+
+static void help_everywhere(void) {
+    const char *cmds[] = {"quantize", "dequantize", "scheme", "demo"};
+    char err[2048], args[64];
+    for (size_t i = 0; i < sizeof cmds / sizeof cmds[0]; i++) {
+        snprintf(args, sizeof args, "%s --help", cmds[i]);
+        CHECK_MSG(run(args, err, sizeof err) == 0, "%s", args);
+        size_t n;
+        uint8_t *o = read_file("stdout.txt", &n);
+        CHECK(o && n > 40 && memcmp(o, "usage: qtk ", 11) == 0);
+        free(o);
+    }
+    CHECK(run("--help", err, sizeof err) == 0);
+    CHECK(run("", err, sizeof err) == 2);
+    CHECK(run("scheme 'q4f,block=32:f16' --shape 64x70", err, sizeof err) == 0);
+    size_t n;
+    uint8_t *o = read_file("stdout.txt", &n);
+    CHECK(o && strstr((char *)o, "2688 bytes") != NULL);
+    free(o);
+}
+
+static void cleanup(void) {
+    char cmd[300];
+    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
+    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
+}
+
+static void all(void) {
+    setup();
+    if (!bin) {
+        printf("  QTK_BIN is not set: skipped\n");
+        return;
+    }
+    quantize_dequantize_roundtrip();
+    given_scales_and_global();
+    errors_leave_no_output();
+    help_everywhere();
+    cleanup();
+}
+
+TEST_MAIN("cli", T(all))
