@@ -1,4 +1,15 @@
-/* dispatch.c — chooses the kernel implementation once per process. */
+/* dispatch.c — the kernel table for the level in use (see cpu.c for detection). */
+#include "cpu.h"
 #include "kernels.h"
 
-const qtk__kernels *qtk__kernels_active(void) { return &qtk__kernels_ref; }
+const qtk__kernels *qtk__kernels_active(void) {
+    switch (qtk__isa_active()) {
+#ifdef QTK_HAVE_AVX512
+    case QTK_ISA_AVX512: return &qtk__kernels_avx512;
+#endif
+#ifdef QTK_HAVE_AVX2
+    case QTK_ISA_AVX2: return &qtk__kernels_avx2;
+#endif
+    default: return &qtk__kernels_ref;
+    }
+}

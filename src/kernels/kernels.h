@@ -2,7 +2,7 @@
  *
  * ref.c defines the bits. Accelerated implementations must produce identical bytes and
  * values; each entry may return false to say "not for this plan", and the caller then
- * uses the reference. All entries work on a range of rows [r0, r1) so that the caller
+ * uses the reference; a NULL entry means the same. All entries work on a range of rows [r0, r1) so that the caller
  * can split work across threads along boundaries it has checked are independent. */
 #ifndef QTK_KERNELS_H
 #define QTK_KERNELS_H
@@ -34,6 +34,12 @@ typedef struct qtk__kernels {
 } qtk__kernels;
 
 QTK_INTERNAL extern const qtk__kernels qtk__kernels_ref;
+#ifdef QTK_HAVE_AVX2
+QTK_INTERNAL extern const qtk__kernels qtk__kernels_avx2;
+#endif
+#ifdef QTK_HAVE_AVX512
+QTK_INTERNAL extern const qtk__kernels qtk__kernels_avx512;
+#endif
 
 /* Reference row loops (also used for absmean and finiteness checks). */
 QTK_INTERNAL void qtk__ref_absmean_rows(const qtk__plan *p, const float *x, qtk__stats *st, size_t r0, size_t r1);
