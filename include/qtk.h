@@ -258,7 +258,9 @@ QTK_API qtk_status qtk_quantize(const float *x, const size_t *shape, int rank,
                                 const qtk_scheme *s, const qtk_quantize_options *opts,
                                 qtk_tensor **out);
 
-/* Quantize into caller memory: dst must hold exactly qtk_layout.total_bytes bytes. */
+/* Quantize into caller memory: dst must hold exactly qtk_layout.total_bytes bytes. On failure
+ * the contents of dst are unspecified (a non-finite input found late in a large tensor is
+ * reported after earlier rows were written); qtk_quantize never returns a partial tensor. */
 QTK_API qtk_status qtk_quantize_into(const float *x, const size_t *shape, int rank,
                                      const qtk_scheme *s, const qtk_quantize_options *opts,
                                      void *dst, size_t dst_len);

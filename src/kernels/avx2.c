@@ -1,11 +1,4 @@
-/* avx2.c — AVX2 (+FMA, F16C) kernels. Bit-identical to ref.c. */
-#include "kernels.h"
+/* avx2.c — the vector kernels at 8 lanes (AVX2 + FMA + F16C). Bit-identical to ref.c. */
+#include "simd_avx2.h"
 
-#include <immintrin.h>
-
-const qtk__kernels qtk__kernels_avx2 = {
-    .name = "avx2",
-    .amax_rows = NULL,
-    .encode_rows = NULL,
-    .decode_rows = NULL,
-};
+#include "simd_body.h"

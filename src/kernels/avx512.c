@@ -1,11 +1,4 @@
-/* avx512.c — AVX-512 (F/BW/DQ/VL) kernels. Bit-identical to ref.c. */
-#include "kernels.h"
+/* avx512.c — the vector kernels at 16 lanes (AVX-512 F/BW/DQ/VL). Bit-identical to ref.c. */
+#include "simd_avx512.h"
 
-#include <immintrin.h>
-
-const qtk__kernels qtk__kernels_avx512 = {
-    .name = "avx512",
-    .amax_rows = NULL,
-    .encode_rows = NULL,
-    .decode_rows = NULL,
-};
+#include "simd_body.h"

@@ -9,8 +9,10 @@
 
 #include "plan.h"
 
-/* Pointer convention: x and out point at the first element of row r0; element j of row r
- * is at (r - r0) * inner + j. qtk__stats.bad holds absolute flat indices. */
+/* Conventions: x and out point at the first element of row r0 (element j of row r is at
+ * (r - r0) * inner + j); per-group arrays (eff, stats->amax) are indexed by group - gbase,
+ * so a caller can hold the scales of a few rows only. qtk__stats.bad holds absolute flat
+ * indices. */
 
 /* Per-group statistics gathered by the calibration pass. */
 typedef struct qtk__stats {
@@ -25,12 +27,22 @@ typedef struct qtk__kernels {
     const char *name;
     /* max |x| per group over rows [r0, r1) into st->amax (which holds the running max);
      * records the first non-finite index in st->bad. */
-    bool (*amax_rows)(const qtk__plan *p, const float *x, qtk__stats *st, size_t r0, size_t r1);
+    bool (*amax_rows)(const qtk__plan *p, const float *x, qtk__stats *st, size_t gbase, size_t r0, size_t r1);
+    /* Stored scales of groups [0, n) from their ranges alpha (SPEC §2 steps 2-5): raw =
+     * alpha / p->div (then / g when two-level), rounded up to the scale dtype; the codes go
+     * little-endian to codes (the scale region at the first of these groups), the effective
+     * scales (g x stored, or stored) to eff. */
+    bool (*finish_scales)(const qtk__plan *p, const float *alpha, size_t n, float g, uint8_t *codes, float *eff);
+    /* Decodes n stored scales (their little-endian codes) into effective scales (g x
+     * stored when two-level). Returns false if any scale is invalid (not finite, a ue4m3
+     * sign bit) or an effective scale overflows: the caller then finds and reports it. */
+    bool (*load_scales)(const qtk__plan *p, const uint8_t *codes, size_t n, float g, float *eff);
     /* fields of rows [r0, r1) into the zeroed values region vals, with effective scales eff */
-    bool (*encode_rows)(const qtk__plan *p, const float *x, const float *eff, uint8_t *vals, size_t r0, size_t r1);
+    bool (*encode_rows)(const qtk__plan *p, const float *x, const float *eff, size_t gbase, uint8_t *vals, size_t r0,
+                        size_t r1);
     /* values of rows [r0, r1) into out (dtype f32, f16 or bf16) */
-    bool (*decode_rows)(const qtk__plan *p, const uint8_t *vals, const float *eff, qtk_dtype dtype, void *out,
-                        size_t r0, size_t r1);
+    bool (*decode_rows)(const qtk__plan *p, const uint8_t *vals, const float *eff, size_t gbase, qtk_dtype dtype,
+                        void *out, size_t r0, size_t r1);
 } qtk__kernels;
 
 QTK_INTERNAL extern const qtk__kernels qtk__kernels_ref;

@@ -50,6 +50,11 @@ qtk_status qtk__plan_init(qtk__plan *p, const qtk_scheme *s, const size_t *shape
             if (p->table[i] > p->tmax) p->tmax = p->table[i];
         }
         p->zero_code = qtk__lookup_nearest(p, 0.0f);
+        float a = fabsf(p->tmin), b = fabsf(p->tmax);
+        p->div = a > b ? a : b;
+    } else {
+        p->div = p->vi->half_range; /* exact: alpha / div == 2 alpha / (b - a) */
     }
+    p->dmax = p->two_level ? qtk_fmt_max(s->block_dtype) : 1.0f;
     return QTK_OK;
 }

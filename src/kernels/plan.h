@@ -34,6 +34,9 @@ typedef struct qtk__plan {
     float fmax;                   /* minifloat largest finite value */
     qtk_dtype fmt;                /* minifloat format */
     bool two_level;
+    float div;                    /* raw scale = alpha / div: (hi - lo) / 2, or max |table| */
+    size_t prefetch;              /* encode: prefetch input this many elements ahead (0: none) */
+    float dmax;                   /* two-level: largest value of the block scale dtype */
     /* lookup */
     size_t table_n;
     float table[256];

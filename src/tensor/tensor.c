@@ -23,12 +23,21 @@ qtk_status qtk__check_x(const float *x, size_t numel) {
     return QTK_OK;
 }
 
-void qtk__write_tail(const qtk__plan *p, const qtk__scales *sc, uint8_t *dst) {
-    unsigned sz = qtk__scale_size(p->L.scale_dtype);
-    for (size_t i = 0; i < sc->n; i++) qtk__scale_store(p->L.scale_dtype, dst + p->L.scales_offset + i * sz, sc->codes[i]);
-    if (p->L.global_bytes) qtk__st32(dst + p->L.global_offset, qtk__f32_bits(sc->global));
+void qtk__write_tail(const qtk__plan *p, float global, uint8_t *dst) {
+    if (p->L.global_bytes) qtk__st32(dst + p->L.global_offset, qtk__f32_bits(global));
     for (size_t i = 0; i < p->L.table_entries; i++)
         qtk__st32(dst + p->L.table_offset + 4 * i, qtk__f32_bits(p->table[i]));
+}
+
+qtk_status qtk__check_calibration(const qtk__plan *p, const qtk_quantize_options *o) {
+    if (o->calibration != QTK_CALIB_MINMAX && o->calibration != QTK_CALIB_ABSMEAN)
+        return qtk__err(QTK_E_ARG, "calibration %d is not a qtk_calibration", (int)o->calibration);
+    if (o->global && !o->scales) return qtk__err(QTK_E_ARG, "a global scale was given without block scales");
+    if (!o->scales && o->calibration == QTK_CALIB_ABSMEAN && p->two_level)
+        return qtk__err(QTK_E_SCHEME, "absmean calibration is not defined for two-level schemes (use minmax)");
+    if (p->lookup && p->tmin == 0.0f && p->tmax == 0.0f)
+        return qtk__err(QTK_E_SCHEME, "table '%s' has no non-zero entry: no scale can map values onto it", p->s.table);
+    return QTK_OK;
 }
 
 qtk_status qtk_quantize_into(const float *x, const size_t *shape, int rank, const qtk_scheme *s,
@@ -45,29 +54,39 @@ qtk_status qtk_quantize_into(const float *x, const size_t *shape, int rank, cons
                       p->L.total_bytes);
     }
     qtk_quantize_options o = opts ? *opts : (qtk_quantize_options){0};
-    qtk__scales sc = {0};
-    if (!st) {
-        if (o.scales) {
-            if (p->lookup && p->tmin == 0.0f && p->tmax == 0.0f)
-                st = qtk__err(QTK_E_SCHEME, "table '%s' has no non-zero entry", p->s.table);
-            size_t bad = st ? SIZE_MAX : qtk__ref_first_nonfinite(x, p->L.numel);
-            if (!st && bad != SIZE_MAX) {
-                char ib[256];
-                st = qtk__err(QTK_E_VALUE, "input value at %s is not finite; qtk quantizes finite values only",
-                              qtk__index_str(p, bad, ib, sizeof ib));
-            }
-            if (!st) st = qtk__scales_given(p, o.scales, o.n_scales, o.global, &sc);
-        } else {
-            if (o.global) st = qtk__err(QTK_E_ARG, "a global scale was given without block scales");
-            if (!st) st = qtk__scales_calibrate(p, x, o.calibration, o.threads, &sc);
+    if (!st) st = qtk__check_calibration(p, &o);
+    qtk__scales sc = {.global = 1.0f};
+    uint8_t *d = dst;
+    if (!st && o.scales) {
+        size_t bad = qtk__ref_first_nonfinite(x, p->L.numel);
+        if (bad != SIZE_MAX) st = qtk__nonfinite_error(p, x[bad], bad, "input value");
+        if (!st) st = qtk__scales_alloc(p, &sc);
+        if (!st) st = qtk__scales_given(p, o.scales, o.n_scales, o.global, d, &sc);
+        if (!st) st = qtk__exec_encode(p, x, sc.eff, d, o.threads);
+    } else if (!st && qtk__exec_chunkable(p)) {
+        /* scale groups within rows: one sweep, a chunk of rows at a time. One-level minmax
+         * measures ranges as it goes; otherwise (two-level, absmean) a first pass gathers
+         * them, since the global or the means need every row first. */
+        float *alpha = NULL;
+        if (p->two_level || o.calibration == QTK_CALIB_ABSMEAN) {
+            alpha = qtk__calloc(p->L.n_scales, sizeof(float));
+            if (!alpha) st = qtk__err(QTK_E_NOMEM, "out of memory for %zu scales", p->L.n_scales);
+            if (!st) st = qtk__calibrate_alpha(p, x, o.calibration, o.threads, alpha);
+            if (!st) sc.global = qtk__scales_global(p, alpha, p->L.n_scales);
         }
+        size_t bad = SIZE_MAX, bad_group = SIZE_MAX;
+        if (!st) st = qtk__exec_quantize_chunked(p, x, d, alpha, sc.global, o.threads, &bad, &bad_group);
+        if (!st && bad != SIZE_MAX) st = qtk__nonfinite_error(p, x[bad], bad, "input value");
+        if (!st && bad_group != SIZE_MAX)
+            st = qtk__err(QTK_E_VALUE, "effective scale of group %zu overflows f32 (global %g x its block scale)",
+                          bad_group, (double)sc.global);
+        qtk__free(alpha);
+    } else if (!st) {
+        st = qtk__scales_alloc(p, &sc);
+        if (!st) st = qtk__scales_calibrate(p, x, o.calibration, o.threads, d, &sc);
+        if (!st) st = qtk__exec_encode(p, x, sc.eff, d, o.threads);
     }
-    if (!st) {
-        uint8_t *d = dst;
-        memset(d, 0, p->L.value_bytes);
-        st = qtk__exec_encode(p, x, sc.eff, d, o.threads);
-        if (!st) qtk__write_tail(p, &sc, d);
-    }
+    if (!st) qtk__write_tail(p, sc.global, d);
     qtk__scales_free(&sc);
     qtk__free(p);
     return st;
@@ -141,6 +160,19 @@ qtk_status qtk__bytes_plan(const void *bytes, size_t len, const size_t *shape, i
     return qtk__plan_init(p, s, shape, rank, L.table_entries ? table : NULL);
 }
 
+/* The vector kernels' fast path: true when every scale is valid (eff filled if given). */
+static bool scales_fast(const qtk__plan *p, const uint8_t *b, float g, float *eff) {
+    const qtk__kernels *k = qtk__kernels_active();
+    if (!k->load_scales) return false;
+    unsigned sz = qtk__scale_size(p->L.scale_dtype);
+    float tmp[1024];
+    for (size_t i = 0; i < p->L.n_scales; i += 1024) {
+        size_t n = p->L.n_scales - i < 1024 ? p->L.n_scales - i : 1024;
+        if (!k->load_scales(p, b + p->L.scales_offset + i * sz, n, g, eff ? eff + i : tmp)) return false;
+    }
+    return true;
+}
+
 qtk_status qtk__bytes_scales(const qtk__plan *p, const uint8_t *b, float *eff, float *global) {
     qtk_dtype d = p->L.scale_dtype;
     unsigned sz = qtk__scale_size(d);
@@ -150,6 +182,9 @@ qtk_status qtk__bytes_scales(const qtk__plan *p, const uint8_t *b, float *eff, f
         if (!qtk__isfinite(g))
             return qtk__err(QTK_E_VALUE, "global scale (byte %zu) is not finite", p->L.global_offset);
     }
+    if (global) *global = g;
+    if (scales_fast(p, b, g, eff)) return QTK_OK;
+    /* the reference: decode one by one, naming the first invalid scale */
     for (size_t i = 0; i < p->L.n_scales; i++) {
         const uint8_t *q = b + p->L.scales_offset + i * sz;
         if (d == QTK_DTYPE_UE4M3 && (q[0] & 0x80u))
@@ -166,7 +201,6 @@ qtk_status qtk__bytes_scales(const qtk__plan *p, const uint8_t *b, float *eff, f
                             (double)g, (double)v);
         if (eff) eff[i] = e;
     }
-    if (global) *global = g;
     return QTK_OK;
 }
 
@@ -253,13 +287,17 @@ static qtk_status check_out(qtk_dtype dtype, const void *out, size_t n_out, size
     return QTK_OK;
 }
 
-/* Dequantizes validated bytes with plan p. */
-static qtk_status dequantize_plan(const qtk__plan *p, const uint8_t *b, qtk_dtype dtype, void *out) {
-    float *eff = qtk__malloc((p->L.n_scales ? p->L.n_scales : 1) * sizeof(float));
-    if (!eff) return qtk__err(QTK_E_NOMEM, "out of memory for %zu scales", p->L.n_scales);
-    qtk_status st = qtk__bytes_scales(p, b, eff, NULL);
-    if (!st) st = qtk__exec_decode(p, b, eff, dtype, out, 0);
-    qtk__free(eff);
+/* Dequantizes bytes with plan p; their scales are checked first unless `valid` (a tensor's
+ * bytes were checked when it was made). */
+static qtk_status dequantize_plan(const qtk__plan *p, const uint8_t *b, bool valid, qtk_dtype dtype, void *out) {
+    float g = 1.0f;
+    qtk_status st = QTK_OK;
+    if (valid) {
+        if (p->L.global_bytes) g = qtk__bits_f32(qtk__ld32(b + p->L.global_offset));
+    } else {
+        st = qtk__bytes_scales(p, b, NULL, &g);
+    }
+    if (!st) st = qtk__exec_decode(p, b, g, dtype, out, 0);
     return st;
 }
 
@@ -270,7 +308,7 @@ qtk_status qtk_dequantize_bytes(const void *bytes, size_t len, const size_t *sha
     qtk_status st = qtk__bytes_plan(bytes, len, shape, rank, s, p);
     if (!st) st = check_out(dtype, out, n_out, p->L.numel);
     if (!st) st = check_native_fields(p, bytes);
-    if (!st) st = dequantize_plan(p, bytes, dtype, out);
+    if (!st) st = dequantize_plan(p, bytes, false, dtype, out);
     qtk__free(p);
     return st;
 }
@@ -281,7 +319,7 @@ qtk_status qtk_dequantize(const qtk_tensor *t, qtk_dtype dtype, void *out, size_
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__bytes_plan(t->bytes, t->layout.total_bytes, t->layout.shape, t->layout.rank, &t->scheme, p);
     if (!st) st = check_out(dtype, out, n_out, p->L.numel);
-    if (!st) st = dequantize_plan(p, t->bytes, dtype, out);
+    if (!st) st = dequantize_plan(p, t->bytes, true, dtype, out);
     qtk__free(p);
     return st;
 }

@@ -9,8 +9,10 @@ QTK_INTERNAL qtk_status qtk__bytes_plan(const void *bytes, size_t len, const siz
                                         const qtk_scheme *s, qtk__plan *p);
 /* Decodes and checks the stored scales into eff (optional) and the global. */
 QTK_INTERNAL qtk_status qtk__bytes_scales(const qtk__plan *p, const uint8_t *b, float *eff, float *global);
-/* Writes the scale codes, the global and the lookup table after the values. */
-QTK_INTERNAL void qtk__write_tail(const qtk__plan *p, const qtk__scales *sc, uint8_t *dst);
+/* Writes the global and the lookup table after the scales. */
+QTK_INTERNAL void qtk__write_tail(const qtk__plan *p, float global, uint8_t *dst);
+/* Checks quantize options against a plan (calibration, globals, degenerate tables). */
+QTK_INTERNAL qtk_status qtk__check_calibration(const qtk__plan *p, const qtk_quantize_options *o);
 /* A tensor with uninitialised bytes for scheme s and layout L. */
 QTK_INTERNAL qtk_status qtk__tensor_new(const qtk_scheme *s, const qtk_layout *L, qtk_tensor **out);
 QTK_INTERNAL uint8_t *qtk__tensor_mutable_bytes(qtk_tensor *t);
