@@ -75,6 +75,21 @@ static inline void qtk__st32(uint8_t *p, uint32_t v) {
     p[3] = (uint8_t)(v >> 24);
 }
 
+/* Every result of qtk assumes IEEE arithmetic in its default mode: round to nearest even,
+ * no flush-to-zero, no denormals-are-zero. Callers (ML programs often set FTZ/DAZ) may
+ * run in another mode; public entry points that compute switch to the default for the
+ * duration of the call and restore the caller's environment (flags included) on return.
+ * Worker threads inherit the mode from the thread that creates them. */
+#include <fenv.h>
+typedef struct {
+    fenv_t saved;
+} qtk__fpenv;
+static inline void qtk__fpenv_enter(qtk__fpenv *e) {
+    fegetenv(&e->saved);
+    fesetenv(FE_DFL_ENV);
+}
+static inline void qtk__fpenv_leave(qtk__fpenv *e) { fesetenv(&e->saved); }
+
 /* Formats a shape as "[2, 3, 4]" into buf (always terminated). */
 QTK_INTERNAL const char *qtk__shape_str(const size_t *shape, int rank, char *buf, size_t cap);
 

@@ -52,6 +52,12 @@ static inline float vf_hmax(vf a) {
     m = _mm_max_ss(m, _mm_shuffle_ps(m, m, 1));
     return _mm_cvtss_f32(m);
 }
+static inline int vi_hmax(vi a) {
+    __m128i m = _mm_max_epi32(_mm256_castsi256_si128(a), _mm256_extracti128_si256(a, 1));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0x4e));
+    m = _mm_max_epi32(m, _mm_shuffle_epi32(m, 0xb1));
+    return _mm_cvtsi128_si32(m);
+}
 static inline vf vf_from_i(vi a) { return _mm256_cvtepi32_ps(a); }
 static inline vi vi_from_f(vf a) { return _mm256_cvttps_epi32(a); }
 static inline vi vf_bits(vf a) { return _mm256_castps_si256(a); }

@@ -43,6 +43,7 @@ static inline vm vf_ge(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ)
 static inline vm vf_gt(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GT_OQ); }
 static inline vm vf_eq(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_EQ_OQ); }
 static inline float vf_hmax(vf a) { return _mm512_reduce_max_ps(a); }
+static inline int vi_hmax(vi a) { return _mm512_reduce_max_epi32(a); }
 static inline vf vf_from_i(vi a) { return _mm512_cvtepi32_ps(a); }
 static inline vi vi_from_f(vf a) { return _mm512_cvttps_epi32(a); }
 static inline vi vf_bits(vf a) { return _mm512_castps_si512(a); }

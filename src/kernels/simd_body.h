@@ -62,36 +62,32 @@ static bool field_mode_of(const qtk__plan *p, field_mode *m) {
 
 /* ---- vector element codecs ---- */
 
+/* round half away from zero: add the largest float below 1/2 with q's sign, truncate. The
+ * sum rounds up to the next integer exactly when q's fraction is >= 1/2 (for |q| >= 2^23
+ * it leaves q unchanged), so this is roundf for every f32. */
 static inline vi enc_int(vf q, vf lo, vf hi) {
-    vf t = vf_trunc(q);
-    vm up = vf_ge(vf_abs(vf_sub(q, t)), vf_set1(0.5f));
-    vf one = vi_bits(vi_or(vi_and(vf_bits(q), vi_set1((int)0x80000000u)), vi_set1(0x3f800000)));
-    vf r = vf_blend(up, t, vf_add(t, one));
-    r = vf_min(vf_max(r, lo), hi);
+    vf h = vi_bits(vi_or(vi_and(vf_bits(q), vi_set1((int)0x80000000u)), vi_set1(0x3effffff)));
+    vf r = vf_min(vf_max(vf_trunc(vf_add(q, h)), lo), hi);
     return vi_from_f(r);
 }
 
-/* round |y| (finite, within range) to a minifloat with M mantissa bits; sign at sbit */
+/* Round |y| (finite, within range) to a minifloat with M mantissa bits and exponent bias
+ * `bias`, ties to even, by the FPU itself: adding C = 2^(max(e, emin) + 23 - M) leaves
+ * exactly the bits the format keeps (the quantum of that binade, or of the subnormals),
+ * rounded to nearest even; subtracting C gives |y| on the format's grid, exactly. The code
+ * is then read off the result's bits. The sign goes to bit sbit (-0 included). */
 static inline vi enc_mf(vf y, int M, int bias, int sbit) {
     vi b = vf_bits(y);
     vi sign = vi_sll(vi_srl(b, 31), sbit);
-    vi a = vi_and(b, vi_set1(0x7fffffff));
-    vi ef = vi_srl(a, 23);
-    vi exp = vi_sub(ef, vi_set1(127));
-    vi mant = vi_or(vi_and(a, vi_set1(0x7fffff)), vi_set1(0x800000));
-    int emin = 1 - bias;
-    vi extra = vi_max(vi_sub(vi_set1(emin), exp), vi_zero());
-    vi shift = vi_min(vi_add(vi_set1(23 - M), extra), vi_set1(25));
-    vi r = vi_srlv(mant, shift);
-    vi one = vi_set1(1);
-    vi rem = vi_and(mant, vi_sub(vi_sllv(one, shift), one));
-    vi half = vi_sllv(one, vi_sub(shift, one));
-    vm inc = vm_or(vi_gt(rem, half), vm_and(vi_eq(rem, half), vi_eq(vi_and(r, one), one)));
-    r = vi_count(r, inc);
-    vm normal = vi_gt(exp, vi_set1(emin - 1));
-    vi nc = vi_sub(vi_add(vi_sll(vi_add(exp, vi_set1(bias)), M), r), vi_set1(1 << M));
-    vi code = vi_blend(normal, r, nc);
-    code = vi_blend(vi_eq(ef, vi_zero()), code, vi_zero());
+    vf a = vi_bits(vi_and(b, vi_set1(0x7fffffff)));
+    const int emin = 1 - bias, nmin = (emin + 127) << 23;
+    vi e = vi_max(vi_and(b, vi_set1(0x7f800000)), vi_set1(nmin));
+    vf c = vi_bits(vi_add(e, vi_set1((23 - M) << 23)));
+    vf yr = vf_sub(vf_add(a, c), c);
+    vi rb = vf_bits(yr);
+    vi normal = vi_sub(vi_srl(rb, 23 - M), vi_set1((127 - bias) << M));
+    vi subn = vi_from_f(vf_mul(yr, vf_set1(ldexpf(1.0f, M - emin))));
+    vi code = vi_blend(vi_gt(rb, vi_set1(nmin - 1)), subn, normal);
     return vi_or(code, sign);
 }
 
@@ -126,6 +122,7 @@ typedef struct {
     float t[255];      /* q > t[k] counts one step past sorted entry k */
     float perm[256];   /* sorted position -> table index (as floats) */
     lut16 lut;         /* perm for tables of <= 16 entries */
+    lut16 tl;          /* the thresholds, padded with +inf to 16 */
 } lookup_enc;
 
 /* Sorts the table; returns false if it has equal entries (the reference then decides ties). */
@@ -156,12 +153,20 @@ static bool lookup_enc_init(const qtk__plan *p, lookup_enc *le) {
     le->n = (int)n - 1;
     memcpy(le->perm, permf, sizeof permf);
     le->lut = lut16_load(le->perm);
+    float tp[16];
+    for (int k = 0; k < 16; k++) tp[k] = k < le->n ? le->t[k] : INFINITY;
+    le->tl = lut16_load(tp);
     return true;
 }
 
+/* count of thresholds below q, by a 4-step binary search (thresholds padded with +inf) */
 static inline vi enc_lookup(const lookup_enc *le, vf q) {
     vi c = vi_zero();
-    for (int k = 0; k < le->n; k++) c = vi_count(c, vf_gt(q, vf_set1(le->t[k])));
+    for (int step = 8; step >= 1; step >>= 1) {
+        vf t = vf_lut16(le->tl, vi_add(c, vi_set1(step - 1)));
+        vm m = vf_gt(q, t);
+        c = vi_blend(m, c, vi_add(c, vi_set1(step)));
+    }
     return vi_from_f(vf_lut16(le->lut, c));
 }
 
@@ -172,7 +177,7 @@ typedef struct {
     field_mode mode;
     vf lo, hi, fmax, nfmax;
     lookup_enc le;
-    vi mask;
+    vi mask, bytemask;
 } encoder;
 
 static bool encoder_init(const qtk__plan *p, encoder *e) {
@@ -184,35 +189,23 @@ static bool encoder_init(const qtk__plan *p, encoder *e) {
     e->fmax = vf_set1(p->fmax);
     e->nfmax = vf_set1(-p->fmax);
     e->mask = vi_set1((int)p->mask);
+    /* one field per byte: native integers keep their sign extension, other sub-byte fields
+     * (packed stores of 4/2-bit values) only their bits */
+    e->bytemask = p->native_int || p->bits == 8 ? vi_set1(-1) : e->mask;
     if (p->lookup && !lookup_enc_init(p, &e->le)) return false;
     return true;
 }
 
-/* the codes (bits wide, or sign-extended for native integers) of VW inputs under scale s */
-static inline vi encode_vec(const encoder *e, vf x, float s) {
-    const qtk__plan *p = e->p;
-    if (s == 0.0f) return vi_set1((int)p->zero_code);
-    vf q = vf_div(x, vf_set1(s));
-    if (p->lookup) return enc_lookup(&e->le, q);
-    if (p->kind == QTK__KIND_INT) {
-        vi v = enc_int(q, e->lo, e->hi);
-        return p->native_int ? v : vi_and(v, e->mask);
-    }
-    vf y = vf_min(vf_max(q, e->nfmax), e->fmax);
-    switch (p->fmt) {
-    case QTK_DTYPE_E4M3: return enc_mf(y, 3, 7, 7);
-    case QTK_DTYPE_E5M2: return enc_mf(y, 2, 15, 7);
-    default: return enc_mf(y, 1, 1, 3);
-    }
-}
-
-/* Stores n (<= VW) codes for elements starting at element j of a row. */
+/* Stores n (<= VW) codes for elements starting at element j of a row. Integer codes may
+ * arrive as full int32 values: only the field's low bits are kept (bytes keep the low 8,
+ * which is also the sign-extended form native stores want). */
 static QTK_ALWAYS_INLINE void store_codes(const encoder *e, uint8_t *row, const qtk__row *ri, size_t j, vi codes,
                                           size_t n) {
     const qtk__plan *p = e->p;
     uint8_t tmp[4 * VW];
     switch (e->mode) {
     case FIELDS_BYTE:
+        codes = vi_and(codes, e->bytemask);
         if (n == VW) vi_store_u8(row + j, codes);
         else {
             vi_store_u8(tmp, codes);
@@ -220,6 +213,7 @@ static QTK_ALWAYS_INLINE void store_codes(const encoder *e, uint8_t *row, const 
         }
         break;
     case FIELDS_NIBBLE:
+        codes = vi_and(codes, e->mask);
         if (n == VW) vi_store_codes4(row + j / 2, codes);
         else {
             vi_store_codes4(tmp, vi_blend(vm_first(n), vi_zero(), codes));
@@ -227,6 +221,7 @@ static QTK_ALWAYS_INLINE void store_codes(const encoder *e, uint8_t *row, const 
         }
         break;
     case FIELDS_CRUMB:
+        codes = vi_and(codes, e->mask);
         if (n == VW) vi_store_codes2(row + j / 4, codes);
         else {
             vi_store_codes2(tmp, vi_blend(vm_first(n), vi_zero(), codes));
@@ -260,35 +255,30 @@ static QTK_ALWAYS_INLINE void store_codes(const encoder *e, uint8_t *row, const 
 
 /* ---- kernels ---- */
 
+/* max |x| per group: an integer max of the magnitudes' bits (for non-negative floats the
+ * orders agree), which also lets inf and NaN (the largest patterns) through to be seen */
 static bool simd_amax_rows(const qtk__plan *p, const float *x, qtk__stats *st, size_t gbase, size_t r0, size_t r1) {
-    const vi inf = vi_set1(0x7f7fffff);
+    const vi absm = vi_set1(0x7fffffff);
+    const size_t inner = p->inner, blk = p->blk_last;
     for (size_t r = r0; r < r1; r++) {
         qtk__row ri;
         qtk__plan_row(p, r, &ri);
-        const float *xr = x + (r - r0) * p->inner;
+        const float *xr = x + (r - r0) * inner;
         bool bad = false;
         float *gp = &st->amax[ri.scale_base - gbase];
-        for (size_t j0 = 0; j0 < p->inner && !bad; j0 += p->blk_last, gp++) {
-            size_t j1 = j0 + p->blk_last < p->inner ? j0 + p->blk_last : p->inner;
-            vf acc = vf_zero();
-            vm nf = vi_gt(vi_zero(), vi_zero()); /* all false */
+        for (size_t j0 = 0; j0 < inner; j0 += blk, gp++) {
+            size_t j1 = j0 + blk < inner ? j0 + blk : inner;
+            vi acc = vi_zero();
             size_t j = j0;
-            for (; j + VW <= j1; j += VW) {
-                vf a = vf_abs(vf_loadu(xr + j));
-                nf = vm_or(nf, vi_gt(vf_bits(a), inf));
-                acc = vf_max(acc, a);
-            }
-            if (j < j1) {
-                vf a = vf_abs(vf_load_n(xr + j, j1 - j));
-                nf = vm_or(nf, vi_gt(vf_bits(a), inf));
-                acc = vf_max(acc, a);
-            }
-            if (vm_any(nf)) {
+            for (; j + VW <= j1; j += VW) acc = vi_max(acc, vi_and(vf_bits(vf_loadu(xr + j)), absm));
+            if (j < j1) acc = vi_max(acc, vi_and(vf_bits(vf_load_n(xr + j, j1 - j)), absm));
+            int m = vi_hmax(acc);
+            if (m >= 0x7f800000) {
                 bad = true;
                 break;
             }
-            float m = vf_hmax(acc);
-            if (m > *gp) *gp = m;
+            float mf = qtk__bits_f32((uint32_t)m);
+            if (mf > *gp) *gp = mf;
         }
         /* a non-finite input: the reference finds its index and the finite maxima */
         if (bad) qtk__kernels_ref.amax_rows(p, xr, st, gbase, r, r + 1);
@@ -376,10 +366,7 @@ enum { K_INT, K_E4M3, K_E5M2, K_E2M1, K_LOOKUP, K_I8, K_GATHER, K_LUT };
 static QTK_ALWAYS_INLINE vi encode_kind(const encoder *e, vf x, vf s, int kind) {
     vf q = vf_div(x, s);
     switch (kind) {
-    case K_INT: {
-        vi v = enc_int(q, e->lo, e->hi);
-        return e->p->native_int ? v : vi_and(v, e->mask);
-    }
+    case K_INT: return enc_int(q, e->lo, e->hi); /* the store keeps the field's low bits */
     case K_LOOKUP: return enc_lookup(&e->le, q);
     case K_E4M3: return enc_mf(vf_min(vf_max(q, e->nfmax), e->fmax), 3, 7, 7);
     case K_E5M2: return enc_mf(vf_min(vf_max(q, e->nfmax), e->fmax), 2, 15, 7);
@@ -392,6 +379,7 @@ static QTK_ALWAYS_INLINE void encode_loop(const encoder *e, const float *x, cons
     const qtk__plan *p = e->p;
     const size_t inner = p->inner, blk = p->blk_last;
     const vi zc = vi_set1((int)p->zero_code);
+    const size_t pf = p->prefetch;
     encoder le = *e;
     le.mode = mode;
     for (size_t r = r0; r < r1; r++) {
@@ -410,7 +398,7 @@ static QTK_ALWAYS_INLINE void encode_loop(const encoder *e, const float *x, cons
                 continue;
             }
             for (; j + VW <= j1; j += VW) {
-                if (p->prefetch) simd_prefetch(xr + j + p->prefetch);
+                if (pf) simd_prefetch(xr + j + pf);
                 store_codes(&le, row, &ri, j, encode_kind(&le, vf_loadu(xr + j), vs, kind), VW);
             }
             if (j < j1)

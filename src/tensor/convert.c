@@ -57,7 +57,17 @@ static qtk_status nonfinite_slab(const converter *c, size_t r0, size_t r1) {
                     qtk__index_str(c->dst, r0 * c->src->inner + bad, ib, sizeof ib));
 }
 
+static qtk_status convert(const qtk_tensor *t, const qtk_scheme *s, const qtk_quantize_options *opts, qtk_tensor **out);
+
 qtk_status qtk_convert(const qtk_tensor *t, const qtk_scheme *s, const qtk_quantize_options *opts, qtk_tensor **out) {
+    qtk__fpenv fe;
+    qtk__fpenv_enter(&fe);
+    qtk_status st = convert(t, s, opts, out);
+    qtk__fpenv_leave(&fe);
+    return st;
+}
+
+static qtk_status convert(const qtk_tensor *t, const qtk_scheme *s, const qtk_quantize_options *opts, qtk_tensor **out) {
     if (!t || !out) return qtk__err(QTK_E_ARG, "qtk_convert: NULL argument");
     *out = NULL;
     const qtk_layout *sl = qtk_tensor_layout(t);

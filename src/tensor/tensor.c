@@ -40,8 +40,20 @@ qtk_status qtk__check_calibration(const qtk__plan *p, const qtk_quantize_options
     return QTK_OK;
 }
 
+static qtk_status quantize_into(const float *x, const size_t *shape, int rank, const qtk_scheme *s,
+                                const qtk_quantize_options *opts, void *dst, size_t dst_len);
+
 qtk_status qtk_quantize_into(const float *x, const size_t *shape, int rank, const qtk_scheme *s,
                              const qtk_quantize_options *opts, void *dst, size_t dst_len) {
+    qtk__fpenv fe;
+    qtk__fpenv_enter(&fe);
+    qtk_status st = quantize_into(x, shape, rank, s, opts, dst, dst_len);
+    qtk__fpenv_leave(&fe);
+    return st;
+}
+
+static qtk_status quantize_into(const float *x, const size_t *shape, int rank, const qtk_scheme *s,
+                                const qtk_quantize_options *opts, void *dst, size_t dst_len) {
     qtk__plan *p = qtk__malloc(sizeof *p);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__plan_init(p, s, shape, rank, NULL);
@@ -292,12 +304,15 @@ static qtk_status check_out(qtk_dtype dtype, const void *out, size_t n_out, size
 static qtk_status dequantize_plan(const qtk__plan *p, const uint8_t *b, bool valid, qtk_dtype dtype, void *out) {
     float g = 1.0f;
     qtk_status st = QTK_OK;
+    qtk__fpenv fe;
+    qtk__fpenv_enter(&fe);
     if (valid) {
         if (p->L.global_bytes) g = qtk__bits_f32(qtk__ld32(b + p->L.global_offset));
     } else {
         st = qtk__bytes_scales(p, b, NULL, &g);
     }
     if (!st) st = qtk__exec_decode(p, b, g, dtype, out, 0);
+    qtk__fpenv_leave(&fe);
     return st;
 }
 
