@@ -80,7 +80,21 @@ static inline void qtk__st32(uint8_t *p, uint32_t v) {
  * run in another mode; public entry points that compute switch to the default for the
  * duration of the call and restore the caller's environment (flags included) on return.
  * Worker threads inherit the mode from the thread that creates them. */
-#include <fenv.h>
+#if defined(__SSE2__) && (defined(__x86_64__) || defined(__i386__))
+/* x86: the SSE control/status register holds all of it (rounding, FTZ, DAZ, flags);
+ * reading and writing it costs a few cycles, where fegetenv/fesetenv cost hundreds. */
+#  include <xmmintrin.h>
+typedef struct {
+    unsigned csr;
+} qtk__fpenv;
+static inline void qtk__fpenv_enter(qtk__fpenv *e) {
+    e->csr = _mm_getcsr();
+    unsigned want = e->csr & ~0xe040u; /* clear FTZ (15), rounding (13-14), DAZ (6) */
+    if (want != e->csr) _mm_setcsr(want);
+}
+static inline void qtk__fpenv_leave(qtk__fpenv *e) { _mm_setcsr(e->csr); /* the caller's flags too */ }
+#else
+#  include <fenv.h>
 typedef struct {
     fenv_t saved;
 } qtk__fpenv;
@@ -89,6 +103,7 @@ static inline void qtk__fpenv_enter(qtk__fpenv *e) {
     fesetenv(FE_DFL_ENV);
 }
 static inline void qtk__fpenv_leave(qtk__fpenv *e) { fesetenv(&e->saved); }
+#endif
 
 /* Formats a shape as "[2, 3, 4]" into buf (always terminated). */
 QTK_INTERNAL const char *qtk__shape_str(const size_t *shape, int rank, char *buf, size_t cap);

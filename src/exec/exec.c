@@ -19,6 +19,9 @@
 #include "../common/parallel.h"
 
 #define CHUNK_ELEMS 16384u
+#define QTK__MAX_WORKERS 256
+
+#include <stddef.h>
 
 /* Contiguous row ranges along a leading axis: unit u = (outer index o, chunk k of `ext`
  * along `axis`) covers rows [begin(u), begin(u + 1)). axis < 0: every row is a unit. */
@@ -163,16 +166,15 @@ typedef struct {
     float *scratch;          /* chunked passes: 2 x chunk_groups floats per worker */
     size_t chunk_rows, chunk_groups;
     bool absmean;
-    size_t bad[256];         /* first non-finite input seen by each worker */
-    size_t bad_group[256];   /* first overflowing effective scale seen by each worker */
+    size_t bad[QTK__MAX_WORKERS];       /* first non-finite input seen by each worker */
+    size_t bad_group[QTK__MAX_WORKERS]; /* first overflowing effective scale seen by each worker */
 } job;
 
-static job *job_new(const qtk__plan *p) {
-    job *j = qtk__calloc(1, sizeof *j);
-    if (!j) return NULL;
+/* Jobs live on the caller's stack (a few KiB): no allocation on the hot path. */
+static void job_init(job *j, const qtk__plan *p, int threads) {
+    memset(j, 0, offsetof(job, bad));
     j->p = p;
-    for (int w = 0; w < 256; w++) j->bad[w] = j->bad_group[w] = SIZE_MAX;
-    return j;
+    for (int w = 0; w < threads && w < QTK__MAX_WORKERS; w++) j->bad[w] = j->bad_group[w] = SIZE_MAX;
 }
 
 static void encode_job(void *ctx, size_t b, size_t e, int w) {
@@ -195,22 +197,22 @@ static void stats_job(void *ctx, size_t b, size_t e, int w) {
 }
 
 qtk_status qtk__exec_encode(const qtk__plan *p, const float *x, const float *eff, uint8_t *dst, int threads) {
-    job *j = job_new(p);
-    if (!j) return qtk__err(QTK_E_NOMEM, "out of memory");
-    j->x = x;
-    j->eff = eff;
-    j->dst = dst;
-    encode_units(p, &j->u);
-    if (j->u.n == 0) memset(dst, 0, p->L.value_bytes);
-    qtk__parallel_for(qtk__threads_for(threads, p->L.numel), j->u.n, encode_job, j);
-    qtk__free(j);
+    job j;
+    int t = qtk__threads_for(threads, p->L.numel);
+    job_init(&j, p, t);
+    j.x = x;
+    j.eff = eff;
+    j.dst = dst;
+    encode_units(p, &j.u);
+    if (j.u.n == 0) memset(dst, 0, p->L.value_bytes);
+    qtk__parallel_for(t, j.u.n, encode_job, &j);
     return QTK_OK;
 }
 
 static qtk_status exec_stats(const qtk__plan *p, const float *x, qtk__stats *st, int threads, bool absmean) {
     int t = qtk__threads_for(threads, p->L.numel);
-    job *j = job_new(p);
-    if (!j) t = 1;
+    job jj, *j = &jj;
+    job_init(j, p, t);
     if (t > 1) {
         j->x = x;
         j->absmean = absmean;
@@ -238,7 +240,6 @@ static qtk_status exec_stats(const qtk__plan *p, const float *x, qtk__stats *st,
         }
         qtk__free(j->priv_amax);
     }
-    qtk__free(j);
     if (t > 1) return QTK_OK;
     /* one thread: rows in order */
     if (absmean) qtk__ref_absmean_rows(p, x, st, 0, p->rows);
@@ -303,13 +304,13 @@ static void quantize_chunk_job(void *ctx, size_t b, size_t e, int w) {
 qtk_status qtk__exec_quantize_chunked(const qtk__plan *p, const float *x, uint8_t *dst, const float *alpha, float g,
                                       int threads, size_t *bad, size_t *bad_group) {
     *bad = *bad_group = SIZE_MAX;
-    job *j = job_new(p);
+    job jj, *j = &jj;
+    job_init(j, p, QTK__MAX_WORKERS);
     qtk__plan *pp = qtk__malloc(sizeof *pp);
     size_t chunks = 0;
-    int t = j && pp ? chunks_init(j, threads, &chunks) : 0;
+    int t = pp ? chunks_init(j, threads, &chunks) : 0;
     if (!t) {
-        if (j) qtk__free(j->scratch);
-        qtk__free(j);
+        qtk__free(j->scratch);
         qtk__free(pp);
         return qtk__err(QTK_E_NOMEM, "out of memory");
     }
@@ -327,7 +328,6 @@ qtk_status qtk__exec_quantize_chunked(const qtk__plan *p, const float *x, uint8_
         if (j->bad_group[w] < *bad_group) *bad_group = j->bad_group[w];
     }
     qtk__free(j->scratch);
-    qtk__free(j);
     qtk__free(pp);
     return QTK_OK;
 }
@@ -354,8 +354,8 @@ static void decode_job(void *ctx, size_t b, size_t e, int w) {
 
 qtk_status qtk__exec_decode(const qtk__plan *p, const uint8_t *bytes, float g, qtk_dtype dtype, void *out,
                             int threads) {
-    job *j = job_new(p);
-    if (!j) return qtk__err(QTK_E_NOMEM, "out of memory");
+    job jj, *j = &jj;
+    job_init(j, p, 1);
     j->cvals = bytes;
     j->g = g;
     j->dtype = dtype;
@@ -378,6 +378,5 @@ qtk_status qtk__exec_decode(const qtk__plan *p, const uint8_t *bytes, float g, q
         }
     }
     qtk__free(j->scratch);
-    qtk__free(j);
     return st;
 }

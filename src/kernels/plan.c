@@ -1,10 +1,22 @@
 /* plan.c — derives a kernel plan from a scheme and a shape. */
 #include "plan.h"
 
+#include <stddef.h>
+
 qtk_status qtk__plan_init(qtk__plan *p, const qtk_scheme *s, const size_t *shape, int rank, const float *table) {
-    memset(p, 0, sizeof *p);
-    qtk_status st = qtk_layout_compute(s, shape, rank, &p->L);
+    qtk_layout L;
+    qtk_status st = qtk_layout_compute(s, shape, rank, &L);
     if (st) return st;
+    return qtk__plan_from_layout(p, s, &L, table);
+}
+
+qtk_status qtk__plan_from_layout(qtk__plan *p, const qtk_scheme *s, const qtk_layout *L, const float *table) {
+    qtk_status st;
+    const size_t *shape = L->shape;
+    int rank = L->rank;
+    /* everything but the lookup table (1 KiB, filled below when used) */
+    memset(p, 0, offsetof(qtk__plan, table));
+    p->L = *L;
     p->s = *s;
     qtk__scheme_canonical_block(&p->s);
     p->vi = qtk__value(s->value);

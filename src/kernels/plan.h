@@ -39,9 +39,9 @@ typedef struct qtk__plan {
     float dmax;                   /* two-level: largest value of the block scale dtype */
     /* lookup */
     size_t table_n;
-    float table[256];
     float tmin, tmax;
     uint32_t zero_code;           /* field for an element whose effective scale is 0 */
+    float table[256];             /* lookup entries (last: only table_n are initialised) */
 } qtk__plan;
 
 typedef struct qtk__row {
@@ -53,6 +53,9 @@ typedef struct qtk__row {
  * take the scheme's named table from the registry. */
 QTK_INTERNAL qtk_status qtk__plan_init(qtk__plan *p, const qtk_scheme *s, const size_t *shape, int rank,
                                        const float *table);
+/* The same from a layout already computed for s. */
+QTK_INTERNAL qtk_status qtk__plan_from_layout(qtk__plan *p, const qtk_scheme *s, const qtk_layout *L,
+                                              const float *table);
 
 static inline void qtk__plan_row(const qtk__plan *p, size_t r, qtk__row *ri) {
     size_t sb = 0, ub = 0, rem = r;

@@ -169,7 +169,7 @@ qtk_status qtk__bytes_plan(const void *bytes, size_t len, const size_t *shape, i
         if (!qtk__isfinite(table[i]))
             return qtk__err(QTK_E_VALUE, "lookup table entry %zu (byte %zu) is not finite", i, L.table_offset + 4 * i);
     }
-    return qtk__plan_init(p, s, shape, rank, L.table_entries ? table : NULL);
+    return qtk__plan_from_layout(p, s, &L, L.table_entries ? table : NULL);
 }
 
 /* The vector kernels' fast path: true when every scale is valid (eff filled if given). */
