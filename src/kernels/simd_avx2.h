@@ -143,6 +143,26 @@ static inline vf vf_lut16(lut16 l, vi idx) {
     return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(hi));
 }
 static inline vf vf_gather(const float *base, vi idx) { return _mm256_i32gather_ps(base, idx, 4); }
+static inline lut16 lut16_scale(lut16 l, vf s) { return (lut16){_mm256_mul_ps(l.lo, s), _mm256_mul_ps(l.hi, s)}; }
+static inline vf fp8_nan_fix(__m128i isnan16, vf v) {
+    __m256i m = _mm256_cvtepi16_epi32(isnan16);
+    __m256i q = _mm256_or_si256(_mm256_set1_epi32(0x7fc00000),
+                                _mm256_slli_epi32(_mm256_srli_epi32(_mm256_castps_si256(v), 31), 31));
+    return _mm256_blendv_ps(v, _mm256_castsi256_ps(q), _mm256_castsi256_ps(m));
+}
+static inline vf vf_from_e5m2_bytes(const uint8_t *p) {
+    __m128i w = _mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)p));
+    vf v = _mm256_cvtph_ps(_mm_slli_epi16(w, 8));
+    __m128i mag = _mm_and_si128(w, _mm_set1_epi16(0x7f));
+    return fp8_nan_fix(_mm_cmpgt_epi16(mag, _mm_set1_epi16(0x7c)), v);
+}
+/* 2 x VW nibble codes for vf_lut16 only (bits above the low 4 left as they fall) */
+static inline void vi_load_codes4x2_lut(const uint8_t *p, vi *c0, vi *c1) {
+    __m128i b = _mm_loadl_epi64((const __m128i *)p);
+    __m128i c = _mm_unpacklo_epi8(b, _mm_srli_epi16(b, 4));
+    *c0 = _mm256_cvtepu8_epi32(c);
+    *c1 = _mm256_cvtepu8_epi32(_mm_srli_si128(c, 8));
+}
 
 static inline void vf_store_f16(uint16_t *p, vf a) {
     _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(a, _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC));

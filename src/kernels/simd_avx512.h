@@ -108,12 +108,33 @@ static inline void vi_store_codes2(uint8_t *p, vi a) {
     memcpy(p, &w, 4);
 }
 
-/* 16-entry table lookup by index (< 16) */
+/* 16-entry table lookup by the low 4 bits of each index */
 typedef struct {
     vf t;
 } lut16;
 static inline lut16 lut16_load(const float *t) { return (lut16){_mm512_loadu_ps(t)}; }
 static inline vf vf_lut16(lut16 l, vi idx) { return _mm512_permutexvar_ps(idx, l.t); }
+static inline lut16 lut16_scale(lut16 l, vf s) { return (lut16){_mm512_mul_ps(l.t, s)}; }
+/* VW e5m2 codes (bytes) to f32 through the hardware f16 conversion (e5m2 is the top byte of
+ * an f16); NaN codes give the reference's quiet NaN (0x7fc00000 with the sign). */
+static inline vf vf_from_e5m2_bytes(const uint8_t *p) {
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    __m256i h = _mm256_slli_epi16(_mm256_cvtepu8_epi16(b), 8);
+    __m512 v = _mm512_cvtph_ps(h);
+    __mmask16 nan = _mm_cmpgt_epu8_mask(_mm_and_si128(b, _mm_set1_epi8(0x7f)), _mm_set1_epi8(0x7c));
+    __m512i q = _mm512_or_si512(_mm512_set1_epi32(0x7fc00000),
+                                _mm512_slli_epi32(_mm512_srli_epi32(_mm512_castps_si512(v), 31), 31));
+    return _mm512_mask_blend_ps(nan, v, _mm512_castsi512_ps(q));
+}
+/* 2 x VW nibble codes from VW bytes (element 2k low nibble of byte k), for vf_lut16 only:
+ * each lane's low 4 bits are the code, the bits above are left as they fall (the table
+ * lookup reads only the low 4) */
+static inline void vi_load_codes4x2_lut(const uint8_t *p, vi *c0, vi *c1) {
+    __m128i b = _mm_loadu_si128((const __m128i *)p);
+    __m128i hi = _mm_srli_epi16(b, 4);
+    *c0 = _mm512_cvtepu8_epi32(_mm_unpacklo_epi8(b, hi));
+    *c1 = _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(b, hi));
+}
 static inline vf vf_gather(const float *base, vi idx) { return _mm512_i32gather_ps(idx, base, 4); }
 
 /* f32 -> f16, round to nearest even (hardware conversion matches SPEC's rule exactly) */

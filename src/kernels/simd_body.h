@@ -571,7 +571,12 @@ static QTK_ALWAYS_INLINE vf decode_kind(const decoder *d, const uint8_t *row, co
                                         int kind) {
     const qtk__plan *p = d->p;
     switch (kind) {
-    case K_LUT: return vf_lut16(d->lut, vi_and(load_codes(d, row, ri, j, n, false), d->mask));
+    case K_LUT: {
+        vi c = load_codes(d, row, ri, j, n, false);
+        /* nibble/crumb loads give clean codes; bytes (native sign extension) need the mask */
+        if (d->mode == FIELDS_BYTE) c = vi_and(c, d->mask);
+        return vf_lut16(d->lut, c);
+    }
     case K_GATHER: return vf_gather(p->table, load_codes(d, row, ri, j, n, false));
     case K_I8: {
         vi c = load_codes(d, row, ri, j, n, true);
@@ -591,71 +596,113 @@ static inline vi to_bf16(vf v) {
     return vi_and(vi_blend(vi_gt(a, vi_set1(0x7f800000)), r, nan), vi_set1(0xffff));
 }
 
-static QTK_ALWAYS_INLINE void store_out(const decoder *d, qtk_dtype dtype, void *out, size_t at, vf v, size_t n) {
-    if (dtype == QTK_DTYPE_F32) {
-        float *o = (float *)out + at;
-        if (n < VW) vf_store_n(o, v, n);
-        else if (d->stream && ((uintptr_t)o % VALIGN) == 0) vf_stream(o, v);
-        else vf_storeu(o, v);
-    } else if (dtype == QTK_DTYPE_F16) {
-        uint16_t *o = (uint16_t *)out + at;
-        if (n < VW) vf_store_f16_n(o, v, n);
-        else vf_store_f16(o, v);
-    } else {
-        uint16_t *o = (uint16_t *)out + at;
-        if (n < VW) vi_store_u16_n(o, to_bf16(v), n);
-        else vi_store_u16_full(o, to_bf16(v));
+/* where decoded values go: streamed f32 (through the aligning writer), f32, f16, bf16 */
+enum { SINK_NT, SINK_F32, SINK_F16, SINK_BF16 };
+
+static QTK_ALWAYS_INLINE void store_sink(int sink, nt_writer *w, void *out, size_t at, vf v, size_t n) {
+    switch (sink) {
+    case SINK_NT: nt_push(w, v); break; /* full vectors only */
+    case SINK_F32:
+        if (n < VW) vf_store_n((float *)out + at, v, n);
+        else vf_storeu((float *)out + at, v);
+        break;
+    case SINK_F16:
+        if (n < VW) vf_store_f16_n((uint16_t *)out + at, v, n);
+        else vf_store_f16((uint16_t *)out + at, v);
+        break;
+    default:
+        if (n < VW) vi_store_u16_n((uint16_t *)out + at, to_bf16(v), n);
+        else vi_store_u16_full((uint16_t *)out + at, to_bf16(v));
+        break;
     }
 }
 
+/* Rows [r0, r1): block by block, vector by vector. mode, kind and sink are constants in
+ * every instance, so each instance is a straight loop. */
 static QTK_ALWAYS_INLINE void decode_loop(const decoder *d0, const uint8_t *vals, const float *eff, size_t gbase,
-                                          qtk_dtype dtype, void *out, size_t r0, size_t r1, field_mode mode, int kind) {
+                                          void *out, size_t r0, size_t r1, field_mode mode, int kind, int sink) {
     const qtk__plan *p = d0->p;
     decoder d = *d0;
     d.mode = mode;
     const size_t inner = p->inner, blk = p->blk_last;
-    if (dtype == QTK_DTYPE_F32 && d.stream && inner % VW == 0 && (blk % VW == 0 || blk >= inner)) {
-        /* every vector is full and outputs are consecutive: stream them through the writer */
-        nt_writer w;
-        nt_init(&w, out);
+    nt_writer w;
+    if (sink == SINK_NT) nt_init(&w, out);
+    if (mode == FIELDS_NIBBLE && inner % VW == 0 && (blk % VW == 0 || blk >= inner)) {
+        /* the hot case (4-bit fields, blocks of whole vectors): 2 x VW values from VW bytes,
+         * the block's scale folded into the value table (lut[c] * s is the same product) */
         for (size_t r = r0; r < r1; r++) {
             qtk__row ri;
             qtk__plan_row(p, r, &ri);
             const uint8_t *row = vals + ri.unit_base * p->unit_bytes;
+            size_t base = (r - r0) * inner;
+            const float *sp = eff + (ri.scale_base - gbase);
+            for (size_t j0 = 0; j0 < inner; j0 += blk, sp++) {
+                size_t j1 = j0 + blk < inner ? j0 + blk : inner;
+                lut16 sl = lut16_scale(d.lut, vf_set1(*sp));
+                size_t j = j0;
+                for (; j + 2 * VW <= j1; j += 2 * VW) {
+                    vi c0, c1;
+                    vi_load_codes4x2_lut(row + j / 2, &c0, &c1);
+                    store_sink(sink, &w, out, base + j, vf_lut16(sl, c0), VW);
+                    store_sink(sink, &w, out, base + j + VW, vf_lut16(sl, c1), VW);
+                }
+                if (j < j1) store_sink(sink, &w, out, base + j, vf_lut16(sl, vi_load_codes4(row + j / 2)), VW);
+            }
+        }
+    } else {
+        for (size_t r = r0; r < r1; r++) {
+            qtk__row ri;
+            qtk__plan_row(p, r, &ri);
+            const uint8_t *row = vals + ri.unit_base * p->unit_bytes;
+            size_t base = (r - r0) * inner;
             const float *sp = eff + (ri.scale_base - gbase);
             for (size_t j0 = 0; j0 < inner; j0 += blk, sp++) {
                 size_t j1 = j0 + blk < inner ? j0 + blk : inner;
                 vf s = vf_set1(*sp);
-                for (size_t j = j0; j < j1; j += VW) nt_push(&w, vf_mul(decode_kind(&d, row, &ri, j, VW, kind), s));
+                size_t j = j0;
+                if (mode == FIELDS_BYTE && kind == K_E5M2) {
+                    for (; j + VW <= j1; j += VW) store_sink(sink, &w, out, base + j, vf_mul(vf_from_e5m2_bytes(row + j), s), VW);
+                }
+                for (; j + VW <= j1; j += VW)
+                    store_sink(sink, &w, out, base + j, vf_mul(decode_kind(&d, row, &ri, j, VW, kind), s), VW);
+                if (j < j1)
+                    store_sink(sink, &w, out, base + j, vf_mul(decode_kind(&d, row, &ri, j, j1 - j, kind), s), j1 - j);
             }
         }
-        nt_flush(&w);
-        return;
     }
-    for (size_t r = r0; r < r1; r++) {
-        qtk__row ri;
-        qtk__plan_row(p, r, &ri);
-        const uint8_t *row = vals + ri.unit_base * p->unit_bytes;
-        size_t base = (r - r0) * inner;
-        const float *sp = eff + (ri.scale_base - gbase);
-        for (size_t j0 = 0; j0 < inner; j0 += blk, sp++) {
-            size_t j1 = j0 + blk < inner ? j0 + blk : inner;
-            vf s = vf_set1(*sp);
-            size_t j = j0;
-            for (; j + VW <= j1; j += VW)
-                store_out(&d, dtype, out, base + j, vf_mul(decode_kind(&d, row, &ri, j, VW, kind), s), VW);
-            if (j < j1) store_out(&d, dtype, out, base + j, vf_mul(decode_kind(&d, row, &ri, j, j1 - j, kind), s), j1 - j);
-        }
-    }
+    if (sink == SINK_NT) nt_flush(&w);
 }
 
-#define DECODE_KINDS(mode)                                                                                             \
+/* one out-of-line instance per (layout, kind, sink): small functions allocate registers
+ * far better than one function holding every variant */
+#define DEC_FN(M, K, S)                                                                                                \
+    static __attribute__((noinline)) void dec_##M##_##K##_##S(const decoder *d, const uint8_t *vals, const float *eff, \
+                                                              size_t gbase, void *out, size_t r0, size_t r1) {         \
+        decode_loop(d, vals, eff, gbase, out, r0, r1, M, K, S);                                                        \
+    }
+#define DEC_FN_SINKS(M, K) DEC_FN(M, K, SINK_NT) DEC_FN(M, K, SINK_F32) DEC_FN(M, K, SINK_F16) DEC_FN(M, K, SINK_BF16)
+#define DEC_FN_KINDS(M)                                                                                                \
+    DEC_FN_SINKS(M, K_LUT) DEC_FN_SINKS(M, K_GATHER) DEC_FN_SINKS(M, K_I8) DEC_FN_SINKS(M, K_E4M3)                      \
+    DEC_FN_SINKS(M, K_E5M2)
+DEC_FN_KINDS(FIELDS_BYTE)
+DEC_FN_KINDS(FIELDS_STRIDED)
+DEC_FN_SINKS(FIELDS_NIBBLE, K_LUT)
+DEC_FN_SINKS(FIELDS_CRUMB, K_LUT)
+
+#define DEC_CALL_SINK(M, K)                                                                                            \
+    switch (sink) {                                                                                                    \
+    case SINK_NT: dec_##M##_##K##_SINK_NT(&d, vals, eff, gbase, out, r0, r1); break;                                   \
+    case SINK_F32: dec_##M##_##K##_SINK_F32(&d, vals, eff, gbase, out, r0, r1); break;                                 \
+    case SINK_F16: dec_##M##_##K##_SINK_F16(&d, vals, eff, gbase, out, r0, r1); break;                                 \
+    default: dec_##M##_##K##_SINK_BF16(&d, vals, eff, gbase, out, r0, r1); break;                                      \
+    }
+#define DEC_CALL_KIND(M)                                                                                               \
     switch (kind) {                                                                                                    \
-    case K_LUT: decode_loop(&d, vals, eff, gbase, dtype, out, r0, r1, mode, K_LUT); break;                                    \
-    case K_GATHER: decode_loop(&d, vals, eff, gbase, dtype, out, r0, r1, mode, K_GATHER); break;                              \
-    case K_I8: decode_loop(&d, vals, eff, gbase, dtype, out, r0, r1, mode, K_I8); break;                                      \
-    case K_E4M3: decode_loop(&d, vals, eff, gbase, dtype, out, r0, r1, mode, K_E4M3); break;                                  \
-    default: decode_loop(&d, vals, eff, gbase, dtype, out, r0, r1, mode, K_E5M2); break;                                      \
+    case K_LUT: DEC_CALL_SINK(M, K_LUT); break;                                                                        \
+    case K_GATHER: DEC_CALL_SINK(M, K_GATHER); break;                                                                  \
+    case K_I8: DEC_CALL_SINK(M, K_I8); break;                                                                          \
+    case K_E4M3: DEC_CALL_SINK(M, K_E4M3); break;                                                                      \
+    default: DEC_CALL_SINK(M, K_E5M2); break;                                                                          \
     }
 
 static bool simd_decode_rows(const qtk__plan *p, const uint8_t *vals, const float *eff, size_t gbase, qtk_dtype dtype,
@@ -667,13 +714,15 @@ static bool simd_decode_rows(const qtk__plan *p, const uint8_t *vals, const floa
                : p->kind == QTK__KIND_INT  ? K_I8
                : p->fmt == QTK_DTYPE_E4M3  ? K_E4M3
                                            : K_E5M2;
+    bool full = p->inner % VW == 0 && (p->blk_last % VW == 0 || p->blk_last >= p->inner);
+    int sink = dtype == QTK_DTYPE_F16 ? SINK_F16 : dtype == QTK_DTYPE_BF16 ? SINK_BF16 : d.stream && full ? SINK_NT : SINK_F32;
     switch (d.mode) {
-    case FIELDS_BYTE: DECODE_KINDS(FIELDS_BYTE); break;
-    case FIELDS_NIBBLE: decode_loop(&d, vals, eff, gbase, dtype, out, r0, r1, FIELDS_NIBBLE, K_LUT); break;
-    case FIELDS_CRUMB: decode_loop(&d, vals, eff, gbase, dtype, out, r0, r1, FIELDS_CRUMB, K_LUT); break;
-    default: DECODE_KINDS(FIELDS_STRIDED); break;
+    case FIELDS_BYTE: DEC_CALL_KIND(FIELDS_BYTE); break;
+    case FIELDS_NIBBLE: DEC_CALL_SINK(FIELDS_NIBBLE, K_LUT); break;
+    case FIELDS_CRUMB: DEC_CALL_SINK(FIELDS_CRUMB, K_LUT); break;
+    default: DEC_CALL_KIND(FIELDS_STRIDED); break;
     }
-    if (d.stream) simd_fence();
+    if (sink == SINK_NT) simd_fence();
     return true;
 }
 
