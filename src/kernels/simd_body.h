@@ -407,13 +407,25 @@ static QTK_ALWAYS_INLINE void encode_loop(const encoder *e, const float *x, cons
     }
 }
 
-#define ENCODE_KINDS(mode)                                                                                             \
+/* one out-of-line instance per (layout, kind), as for decoding */
+#define ENC_FN(M, K)                                                                                                   \
+    static __attribute__((noinline)) void enc_##M##_##K(const encoder *e, const float *x, const float *eff,            \
+                                                         size_t gbase, uint8_t *vals, size_t r0, size_t r1) {          \
+        encode_loop(e, x, eff, gbase, vals, r0, r1, M, K);                                                             \
+    }
+#define ENC_FN_KINDS(M) ENC_FN(M, K_INT) ENC_FN(M, K_LOOKUP) ENC_FN(M, K_E4M3) ENC_FN(M, K_E5M2) ENC_FN(M, K_E2M1)
+ENC_FN_KINDS(FIELDS_BYTE)
+ENC_FN_KINDS(FIELDS_NIBBLE)
+ENC_FN_KINDS(FIELDS_CRUMB)
+ENC_FN_KINDS(FIELDS_STRIDED)
+
+#define ENCODE_KINDS(M)                                                                                                \
     switch (kind) {                                                                                                    \
-    case K_INT: encode_loop(&e, x, eff, gbase, vals, r0, r1, mode, K_INT); break;                                             \
-    case K_LOOKUP: encode_loop(&e, x, eff, gbase, vals, r0, r1, mode, K_LOOKUP); break;                                       \
-    case K_E4M3: encode_loop(&e, x, eff, gbase, vals, r0, r1, mode, K_E4M3); break;                                           \
-    case K_E5M2: encode_loop(&e, x, eff, gbase, vals, r0, r1, mode, K_E5M2); break;                                           \
-    default: encode_loop(&e, x, eff, gbase, vals, r0, r1, mode, K_E2M1); break;                                               \
+    case K_INT: enc_##M##_K_INT(&e, x, eff, gbase, vals, r0, r1); break;                                               \
+    case K_LOOKUP: enc_##M##_K_LOOKUP(&e, x, eff, gbase, vals, r0, r1); break;                                         \
+    case K_E4M3: enc_##M##_K_E4M3(&e, x, eff, gbase, vals, r0, r1); break;                                             \
+    case K_E5M2: enc_##M##_K_E5M2(&e, x, eff, gbase, vals, r0, r1); break;                                             \
+    default: enc_##M##_K_E2M1(&e, x, eff, gbase, vals, r0, r1); break;                                                 \
     }
 
 static bool simd_encode_rows(const qtk__plan *p, const float *x, const float *eff, size_t gbase, uint8_t *vals,
