@@ -266,8 +266,10 @@ static qtk_status bpk_parse(qtk_ckpt *c) {
     if (!root)
         return res.error.code == CBOR_ERR_MEMERROR
                    ? qtk__err(QTK_E_NOMEM, "out of memory decoding %zu bytes of metadata", msize)
-                   : qtk__err(QTK_E_FORMAT, "metadata: libcbor cannot decode it (error %d near byte %zu)", (int)res.error.code,
-                              res.error.position);
+                   : qtk__err(QTK_E_FORMAT, "metadata: libcbor cannot decode it near byte %zu (%s)", res.error.position,
+                              res.error.code == CBOR_ERR_SYNTAXERROR
+                                  ? "invalid: a text string that is not valid UTF-8, or a map with an odd item count"
+                                  : "malformed");
     size_t meta_end = BPK_HEADER + msize, data_start = QTK_CKPT_ALIGN_UP(meta_end, BPK_ALIGN);
     qtk_arena tmp = {0};
     const cbor_item_t *top = qtk_cb_untag(root);

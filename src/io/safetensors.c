@@ -274,7 +274,7 @@ static qtk_status add_quantized(qtk_ckpt *c, st_entry *e, size_t n, st_entry *v,
     qpiece want[4];
     quant_pieces(&s, &L, want);
     qtk__ckpt_loc loc = {.n = 0};
-    char sb[256], sb2[256];
+    char sb[256], sb2[256], sb3[256];
     for (int k = 0; k < 4; k++) {
         st_entry *p = k == 0 ? v : find_entry(e, n, nm, want[k].suffix);
         if (!want[k].present) {
@@ -288,7 +288,7 @@ static qtk_status add_quantized(qtk_ckpt *c, st_entry *e, size_t n, st_entry *v,
             return qtk__err(QTK_E_FORMAT, "tensor '%s%s' is %s %s; scheme '%s' on shape %s needs %s %s", nm, want[k].suffix,
                             qtk_elem_name(p->elem), qtk__ckpt_shape_str(p->shape, p->rank, sb, sizeof sb), spec,
                             qtk__ckpt_shape_str(shape, rank, sb2, sizeof sb2), qtk_elem_name(want[k].elem),
-                            qtk__ckpt_shape_str(want[k].shape, want[k].rank, sb, sizeof sb));
+                            qtk__ckpt_shape_str(want[k].shape, want[k].rank, sb3, sizeof sb3));
         p->consumed = 1;
         size_t off = data_start + p->begin, len = p->end - p->begin;
         /* Pieces that follow each other in the file merge into one range (no copy on load). */
