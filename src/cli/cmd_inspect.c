@@ -97,7 +97,7 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
         else br += t->nbytes;
         el += t->numel;
     }
-    fprintf(f, "\n%zu tensors, %zu elements: %zu quantized (%zu bytes), %zu not (%zu bytes)", d->n_tensors, el, nq, bq,
+    fprintf(f, "\n%zu tensors, %zu elements: %zu quantized (%zu bytes), %zu unquantized (%zu bytes)", d->n_tensors, el, nq, bq,
             d->n_tensors - nq, br);
     if (el) fprintf(f, "; %.3f bits per element overall", (double)(bq + br) * 8.0 / (double)el);
     fputc('\n', f);
