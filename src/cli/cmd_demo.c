@@ -90,9 +90,10 @@ static int run(const char *dir, const qtk_synth_config *cfg) {
     rc = cli_inspect_print(stdout, p[1], false);
     if (rc) return rc;
 
-    printf("\n== 4. quantized tensors cross formats bit for bit\n$ qtk convert %s %s\n$ qtk convert %s %s\n", p[1], p[2],
-           p[2], p[3]);
-    if ((rc = step_convert(p[1], p[2], NULL)) || (rc = step_convert(p[2], p[3], NULL))) return rc;
+    printf("\n== 4. quantized tensors cross formats bit for bit\n$ qtk convert %s %s\n", p[1], p[2]);
+    if ((rc = step_convert(p[1], p[2], NULL))) return rc;
+    printf("$ qtk convert %s %s\n", p[2], p[3]);
+    if ((rc = step_convert(p[2], p[3], NULL))) return rc;
     bool same;
     size_t len;
     if ((rc = same_files(p[1], p[3], &same, &len))) return rc;

@@ -336,12 +336,15 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     return QTK_OK;
 }
 
+void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v) {
+    if (!c || !v || v->index >= c->desc.n_tensors) return;
+    const qtk__ckpt_loc *loc = &c->loc[v->index];
+    for (unsigned k = 0; k < loc->n; k++) qtk_map_release(&c->map, loc->piece[k].off, loc->piece[k].len);
+}
+
 void qtk_ckpt_unload(qtk_ckpt *c, qtk_ckpt_view *v) {
     if (!c || !v) return;
-    if (v->index < c->desc.n_tensors) {
-        const qtk__ckpt_loc *loc = &c->loc[v->index];
-        for (unsigned k = 0; k < loc->n; k++) qtk_map_release(&c->map, loc->piece[k].off, loc->piece[k].len);
-    }
+    qtk_ckpt_drop_pages(c, v);
     free(v->owned);
     memset(v, 0, sizeof *v);
 }

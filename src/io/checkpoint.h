@@ -170,6 +170,9 @@ typedef struct qtk_ckpt_view {
 } qtk_ckpt_view;
 qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
 void qtk_ckpt_unload(qtk_ckpt *c, qtk_ckpt_view *v);
+/* Gives the mapped pages of a view back early, once its bytes have been copied or decoded
+ * elsewhere: v->data must not be read again (qtk_ckpt_unload is still due). */
+void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v);
 
 /* ---- writing ---- */
 

@@ -41,7 +41,7 @@ static qtk_dtype out_dtype(qtk_elem e) {
 }
 
 /* Produces tensor i's output bytes; *bytes points into the view or into work. */
-static qtk_status transform(const qtk_ckpt_tensor *t, const qtk_ckpt_tensor *ot, const qtk_decision *d,
+static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckpt_tensor *ot, const qtk_decision *d,
                             const qtk_ckpt_view *v, const qtk_convert_opts *o, qtk_buf *f32, qtk_buf *work,
                             const uint8_t **bytes) {
     if (d->act == QTK_ACT_KEEP) {
@@ -65,6 +65,8 @@ static qtk_status transform(const qtk_ckpt_tensor *t, const qtk_ckpt_tensor *ot,
         const float *x;
         qtk_quantize_options qo = {.threads = o->threads};
         st = qtk_values_f32(t, v->data, f32, &x);
+        /* decoded into a copy: the input's pages are not needed while quantizing */
+        if (!st && (const void *)x != (const void *)v->data) qtk_ckpt_drop_pages(c, v);
         if (!st) st = qtk_quantize_into(x, t->shape, t->rank, &d->scheme, &qo, work->p, ot->nbytes);
     }
     if (st) return qtk__err_context(st, "tensor '%s'", t->name);
@@ -97,7 +99,7 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
         st = qtk_ckpt_load(c, i, &v);
         if (st) break;
         const uint8_t *bytes = NULL;
-        st = transform(t, ot, &dec[i], &v, o, &f32, &work, &bytes);
+        st = transform(c, t, ot, &dec[i], &v, o, &f32, &work, &bytes);
         if (!st) st = qtk_ckpt_writer_put(w, bytes, ot->nbytes);
         qtk_ckpt_unload(c, &v);
         s0.in_bytes += t->nbytes;

@@ -90,6 +90,7 @@ qtk_status qtk_eval_file(const char *path, const qtk_select *sel, const qtk_sche
         if (st) break;
         const float *x = NULL;
         st = qtk_values_f32(t, v.data, &f32, &x);
+        if (!st && (const void *)x != (const void *)v.data) qtk_ckpt_drop_pages(c, &v);
         size_t row = out->n_rows;
         if (!st) st = add_row(out, t);
         for (size_t j = 0; j < n_schemes && !st; j++)
