@@ -7,6 +7,7 @@
 #include "io/cbor_scan.h"
 #include "io/ckpt_internal.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -202,6 +203,23 @@ static qtk_status decode_tensors(qtk_ckpt *c, const cbor_item_t *tensors, size_t
     return st;
 }
 
+static int cmp_cstr(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
+
+/* Refuses a name that appears twice among n records (the name is the `const char *` at
+ * `off` in each record), found by sorting. Burn keeps the last duplicate; qtk refuses them. */
+static qtk_status check_duplicates(const void *recs, size_t n, size_t size, size_t off, const char *what) {
+    if (n < 2) return QTK_OK;
+    const char **names = malloc(n * sizeof *names);
+    if (!names) return qtk__err(QTK_E_NOMEM, "out of memory");
+    for (size_t i = 0; i < n; i++) memcpy(&names[i], (const char *)recs + i * size + off, sizeof names[i]);
+    qsort(names, n, sizeof *names, cmp_cstr);
+    qtk_status st = QTK_OK;
+    for (size_t i = 1; i < n && !st; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) st = qtk__err(QTK_E_FORMAT, "%s '%s' appears twice", what, names[i]);
+    free(names);
+    return st;
+}
+
 static qtk_status decode_strings(qtk_ckpt *c, const cbor_item_t *m, qtk_arena *tmp) {
     m = qtk_cb_untag(m);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "'metadata' is not a map");
@@ -211,12 +229,10 @@ static qtk_status decode_strings(qtk_ckpt *c, const cbor_item_t *m, qtk_arena *t
             return qtk__err(QTK_E_FORMAT, "a metadata key is %s", why);
         if (!qtk_cb_text(cbor_map_handle(m)[i].value, tmp, &v, &why))
             return qtk__err(QTK_E_FORMAT, "metadata '%s': the value is %s", k, why);
-        for (size_t j = 0; j < c->desc.n_meta; j++)
-            if (strcmp(c->desc.meta[j].key, k) == 0) return qtk__err(QTK_E_FORMAT, "metadata key '%s' appears twice", k);
         qtk_status st = qtk_ckpt_desc_add_meta(&c->desc, k, v);
         if (st) return st;
     }
-    return QTK_OK;
+    return check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk_ckpt_kv, key), "metadata key");
 }
 
 static qtk_status decode_scalars(qtk_ckpt *c, const cbor_item_t *m, qtk_arena *tmp) {
@@ -227,14 +243,12 @@ static qtk_status decode_scalars(qtk_ckpt *c, const cbor_item_t *m, qtk_arena *t
         const char *why;
         if (!qtk_cb_text(cbor_map_handle(m)[i].key, tmp, &s.name, &why))
             return qtk__err(QTK_E_FORMAT, "a scalar name is %s", why);
-        for (size_t j = 0; j < c->desc.n_scalars; j++)
-            if (strcmp(c->desc.scalars[j].name, s.name) == 0)
-                return qtk__err(QTK_E_FORMAT, "scalar '%s' appears twice", s.name);
         qtk_status st = qtk_bpk_decode_scalar(cbor_map_handle(m)[i].value, &s);
         if (!st) st = qtk_ckpt_desc_add_scalar(&c->desc, &s);
         if (st) return qtk__err_context(st, "scalar '%s'", s.name);
     }
-    return QTK_OK;
+    return check_duplicates(c->desc.scalars, c->desc.n_scalars, sizeof *c->desc.scalars, offsetof(qtk_ckpt_scalar, name),
+                            "scalar");
 }
 
 static qtk_status bpk_parse(qtk_ckpt *c) {

@@ -118,7 +118,11 @@ void qtk_eval_result_free(qtk_eval_result *r) {
 
 void qtk_eval_cell_metrics(const qtk_eval_cell *c, qtk_eval_metrics *m) {
     memset(m, 0, sizeof *m);
-    if (!c->ok || c->numel == 0) return;
+    if (!c->ok) return;
+    if (c->numel == 0) { /* nothing to lose */
+        m->sqnr_db = INFINITY;
+        return;
+    }
     m->bits_per_el = (double)c->bytes * 8.0 / (double)c->numel;
     m->rmse = sqrt(c->sum_sq_err / (double)c->numel);
     m->max_abs = c->max_abs;
