@@ -17,7 +17,7 @@ static const char usage[] =
     "\n"
     "Runs the main job on a built-in default:\n"
     "  1. qtk synth:   a deterministic transformer-like checkpoint (default 4 layers, hidden 512,\n"
-    "                  16.2 M parameters, BF16; Gaussian weights with outlier channels)\n"
+    "                  16.3 M parameters, BF16; Gaussian weights with outlier channels)\n"
     "                  written as DIR/model.safetensors\n"
     "  2. qtk convert: to NVFP4 as DIR/model-nvfp4.bpk (matrices quantized; norms, biases kept)\n"
     "  3. qtk inspect: the burnpack's tensors, schemes, sizes and offsets\n"

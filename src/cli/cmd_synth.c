@@ -13,10 +13,11 @@ static const char usage[] =
     "(Hugging Face Llama/Qwen tensor names): model.embed_tokens.weight [vocab, hidden]; per layer\n"
     "input_layernorm / post_attention_layernorm weights [hidden], self_attn q/k/v/o projections\n"
     "(q/k/v with biases; k and v [kv, hidden]), mlp gate/up [ffn, hidden] and down [hidden, ffn];\n"
-    "model.norm.weight and lm_head.weight [vocab, hidden]. Matrices are N(0, 1/fan_in) with every\n"
-    "97th input channel an outlier channel (8-20x), norms near 1, biases near 0. The same\n"
-    "options give the same bytes on every machine. OUT's extension picks the format (.safetensors\n"
-    "or .bpk); tensors are generated and written one at a time.\n"
+    "model.norm.weight and lm_head.weight [vocab, hidden]. Matrices are N(0, 1/fan_in) (the\n"
+    "embedding N(0, 0.02^2)) with every 97th input channel an outlier channel (8-20x), norms\n"
+    "N(1, 0.05^2), biases N(0, 0.02^2). The same options give the same bytes on every machine.\n"
+    "OUT's extension picks the format (.safetensors or .bpk); tensors are generated and written\n"
+    "one at a time.\n"
     "\n"
     "  defaults: --layers 4 --hidden 512 --ffn 1536 --kv 128 --vocab 4096 --dtype bf16 --seed 42\n";
 
