@@ -410,6 +410,35 @@ static void malformed(void) {
     free(c.p);
 }
 
+/* What ciborium accepts, qtk reads: indefinite maps, arrays and strings, tags, integers in
+ * longer encodings than the shortest, null param_id, unknown keys. */
+static void lenient_cbor(void) {
+    cbuf c = {0};
+    cb_head(&c, 5, 2), cb_text(&c, "tensors");
+    cb_raw(&c, "\xbf", 1);                                      /* indefinite map */
+    cb_raw(&c, "\x7f\x61" "w" "\x62" "ei" "\xff", 7); /* (_ "w", "ei") */
+    cb_head(&c, 5, 5);
+    cb_text(&c, "dtype"), cb_head(&c, 6, 1000), cb_text(&c, "F32"); /* a tag around the value */
+    cb_text(&c, "shape"), cb_raw(&c, "\x9f\x1b\0\0\0\0\0\0\0\x04\xff", 11); /* [_ 4 as u64] */
+    cb_text(&c, "data_offsets"), cb_head(&c, 4, 2), cb_u(&c, 0), cb_raw(&c, "\x19\x00\x10", 3);
+    cb_text(&c, "param_id"), cb_head(&c, 7, 22);
+    cb_text(&c, "future"), cb_text(&c, "ignored");
+    cb_raw(&c, "\xff", 1);
+    cb_text(&c, "something_else"), cb_u(&c, 1);
+    uint8_t data[16] = {0};
+    size_t n;
+    uint8_t *f = bpk_assemble(c.p, c.n, data, 16, &n);
+    qtk_ckpt *ck = NULL;
+    CHECK_OK(qtk_ckpt_open_buffer(f, n, "lenient.bpk", &ck));
+    if (ck) {
+        const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(ck)->tensors[0];
+        CHECK(strcmp(t->name, "wei") == 0 && t->elem == QTK_ELEM_F32 && t->rank == 1 && t->shape[0] == 4 && !t->has_param_id);
+        qtk_ckpt_close(ck);
+    }
+    free(f);
+    free(c.p);
+}
+
 /* Lookup tensors: the table rides at the end of the payload; a foreign table gets a name. */
 static void lookup_tables(void) {
     tmp_dir_make();
@@ -452,4 +481,4 @@ static void lookup_tables(void) {
     tmp_dir_remove();
 }
 
-TEST_MAIN("burnpack", T(roundtrip_all_dtypes), T(cross_format), T(writer_errors), T(malformed), T(lookup_tables))
+TEST_MAIN("burnpack", T(roundtrip_all_dtypes), T(cross_format), T(writer_errors), T(malformed), T(lenient_cbor), T(lookup_tables))
