@@ -7,7 +7,14 @@ qtk_need=""
 command -v cmake >/dev/null 2>&1 || qtk_need="$qtk_need cmake"
 command -v make >/dev/null 2>&1 || qtk_need="$qtk_need make"
 command -v cc >/dev/null 2>&1 || qtk_need="$qtk_need gcc libc6-dev"
-command -v pkg-config >/dev/null 2>&1 || qtk_need="$qtk_need pkg-config"
+if command -v pkg-config >/dev/null 2>&1; then
+    # The file-format layer (not the core library) reads CBOR (burnpack) and JSON
+    # (safetensors) with Debian's libcbor and jansson; CMake finds them via pkg-config.
+    pkg-config --exists libcbor || qtk_need="$qtk_need libcbor-dev"
+    pkg-config --exists jansson || qtk_need="$qtk_need libjansson-dev"
+else
+    qtk_need="$qtk_need pkg-config libcbor-dev libjansson-dev"
+fi
 
 if [ -n "$qtk_need" ]; then
     echo "qtk: installing:$qtk_need" >&2

@@ -12,6 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#if defined(__GNUC__)
+#  define QTK_TEST_PRINTF(a, b) __attribute__((format(printf, a, b)))
+#else
+#  define QTK_TEST_PRINTF(a, b)
+#endif
+
 extern long test_checks, test_failures;
 extern const char *test_current;
 

@@ -5,6 +5,9 @@
 
 #include "qtk.h"
 
+#include "tools/convert.h"
+#include "tools/eval.h"
+
 #include <stdbool.h>
 #include <stdio.h>
 
@@ -44,11 +47,37 @@ bool cli_parse_int(const char *s, long lo, long hi, long *out);
 bool cli_parse_float(const char *s, float *out);
 const char *cli_shape_str(const size_t *shape, int rank, char *buf, size_t cap);
 
+/* A progress bar on stderr, drawn only when stderr is a terminal. */
+typedef struct cli_progress {
+    bool on, drawn;
+    const char *what;
+    double t0, last;
+} cli_progress;
+void cli_progress_init(cli_progress *p, const char *what);
+void cli_progress_update(void *ctx, const qtk_progress_info *pi); /* a qtk_progress_fn */
+void cli_progress_end(cli_progress *p);
+double cli_now(void);
+/* "1.5 MiB" */
+const char *cli_bytes(double b, char *buf, size_t cap);
+/* JSON output: a quoted, escaped string; a number (null when not finite). */
+void cli_json_str(FILE *f, const char *s);
+void cli_json_num(FILE *f, double v);
+
+/* Prints a checkpoint's listing (qtk inspect), as text or JSON. */
+int cli_inspect_print(FILE *f, const char *path, bool json);
+
+/* Prints eval results as tables (qtk eval); summary: the totals only. */
+void cli_eval_print(FILE *f, const char *path, const qtk_eval_result *r, bool summary);
+
 /* Commands */
 int cmd_quantize(int argc, char **argv);
 int cmd_dequantize(int argc, char **argv);
 int cmd_scheme(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_bench(int argc, char **argv);
+int cmd_inspect(int argc, char **argv);
+int cmd_convert(int argc, char **argv);
+int cmd_eval(int argc, char **argv);
+int cmd_synth(int argc, char **argv);
 
 #endif

@@ -1,104 +1,180 @@
-/* cmd_demo.c — qtk demo: the main job on a built-in default. Quantizes a synthetic
- * weight matrix under every preset and a representative set of schemes and prints what
- * each costs (bits per element) and loses (RMSE, max error, SQNR). */
+/* cmd_demo.c — qtk demo: the main job on a built-in default. Generates a transformer-like
+ * checkpoint as safetensors, converts it to an NVFP4 burnpack, inspects the result, shows
+ * that quantized tensors survive .bpk -> .safetensors -> .bpk bit for bit, and evaluates the
+ * presets on the original. Each step prints the command that does the same thing. */
 #include "cli.h"
 
-#include "io/synth.h"
+#include "io/fileio.h"
+#include "tools/synth_model.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 static const char usage[] =
-    "usage: qtk demo [--rows N] [--cols N] [--seed S]\n"
+    "usage: qtk demo [--dir DIR] [--layers N] [--hidden N] [--seed S]\n"
     "\n"
-    "Generates a deterministic synthetic weight matrix (default 512x4096: N(0, 0.02) with\n"
-    "outlier input channels, like a trained transformer layer), quantizes it under every\n"
-    "preset and a representative set of schemes, dequantizes it, and prints a table of\n"
-    "bits per element (scales included), RMSE, max |error| and SQNR in dB.\n";
+    "Runs the main job on a built-in default:\n"
+    "  1. qtk synth:   a deterministic transformer-like checkpoint (default 4 layers, hidden 512,\n"
+    "                  16.3 M parameters, BF16; Gaussian weights with outlier channels)\n"
+    "                  written as DIR/model.safetensors\n"
+    "  2. qtk convert: to NVFP4 as DIR/model-nvfp4.bpk (matrices quantized; norms, biases kept)\n"
+    "  3. qtk inspect: the burnpack's tensors, schemes, sizes and offsets\n"
+    "  4. round trip:  DIR/model-nvfp4.bpk -> .safetensors -> .bpk, checked byte for byte\n"
+    "  5. qtk eval:    every preset and a few other schemes on the original, with a chart\n"
+    "                  DIR/eval.svg\n"
+    "Without --dir the files go to a temporary directory that is removed at the end; with\n"
+    "--dir they are kept (DIR is created if needed; files in it are replaced).\n";
 
-static const char *const demo_schemes[] = {
-    "nvfp4",
-    "mxfp4",
-    "mxfp8",
-    "nf4",
-    "q8f",
-    "q8s,block=32:f16",
-    "q8s,block=*:f32",
-    "q4f,block=32:f16",
-    "q4s,block=32:bf16",
-    "q4f,block=*:f32",
-    "q4f,block=16x16:f16",
-    "q4f,table=iq4nl,block=32:f16",
-    "q4s,block=32:ue4m3,tensor=f32",
-    "q2f,block=32:f16",
-    "q2s,block=64:f16",
-    "e4m3",
-    "e4m3,block=32:f16",
-    "e5m2,block=32:ue8m0",
-    "e2m1,block=32:f16",
-};
+static const char *const eval_schemes[] = {"nvfp4", "mxfp4", "mxfp8", "nf4", "q4f,block=32:f16", "q8s,block=*:f32",
+                                           "e4m3"};
+#define N_EVAL (sizeof eval_schemes / sizeof eval_schemes[0])
+
+static const char *const demo_files[] = {"model.safetensors", "model-nvfp4.bpk", "model-nvfp4.safetensors",
+                                         "model-nvfp4-again.bpk", "eval.svg"};
+
+static int step_convert(const char *in, const char *out, const char *spec) {
+    qtk_select sel;
+    qtk_select_init(&sel);
+    qtk_status st = spec ? qtk_select_default(&sel, spec) : QTK_OK;
+    qtk_convert_stats s;
+    cli_progress bar;
+    cli_progress_init(&bar, "convert");
+    qtk_convert_opts o = {.select = &sel, .force = 1, .progress = cli_progress_update, .ctx = &bar};
+    double t0 = cli_now();
+    if (!st) st = qtk_convert_file(in, out, &o, &s);
+    double dt = cli_now() - t0;
+    cli_progress_end(&bar);
+    qtk_select_free(&sel);
+    if (st) return cli_fail("demo", st, "converting '%s'", in);
+    char a[32], b[32];
+    printf("%zu tensors: %zu quantized, %zu copied; tensor bytes %s -> %s (%.2f s)\n", s.tensors, s.quantized, s.kept,
+           cli_bytes((double)s.in_bytes, a, sizeof a), cli_bytes((double)s.out_bytes, b, sizeof b), dt);
+    return CLI_OK;
+}
+
+static int same_files(const char *a, const char *b, bool *same, size_t *len) {
+    uint8_t *x = NULL, *y = NULL;
+    size_t nx = 0, ny = 0;
+    qtk_status st = qtk_io_read_file(a, &x, &nx);
+    if (!st) st = qtk_io_read_file(b, &y, &ny);
+    *same = !st && nx == ny && memcmp(x, y, nx) == 0;
+    *len = nx;
+    qtk_io_free(x);
+    qtk_io_free(y);
+    return st ? cli_fail("demo", st, "comparing '%s' and '%s'", a, b) : CLI_OK;
+}
+
+static int run(const char *dir, const qtk_synth_config *cfg) {
+    char p[5][1024];
+    for (int i = 0; i < 5; i++) snprintf(p[i], sizeof p[i], "%s/%s", dir, demo_files[i]);
+    size_t params = cfg->vocab * cfg->hidden * 2 + cfg->hidden +
+                    cfg->layers * (2 * cfg->hidden + 2 * cfg->hidden * cfg->hidden + cfg->hidden + 2 * (cfg->kv * cfg->hidden + cfg->kv) +
+                                   3 * cfg->ffn * cfg->hidden);
+    printf("== 1. a synthetic transformer checkpoint: %zu layers, hidden %zu, %.1f M parameters, BF16\n", cfg->layers,
+           cfg->hidden, (double)params / 1e6);
+    printf("$ qtk synth %s --layers %zu --hidden %zu --seed %llu\n", p[0], cfg->layers, cfg->hidden,
+           (unsigned long long)cfg->seed);
+    qtk_status st = qtk_synth_checkpoint(p[0], QTK_CKPT_SAFETENSORS, cfg, 1);
+    if (st) return cli_fail("demo", st, "cannot write '%s'", p[0]);
+    struct stat sb;
+    if (stat(p[0], &sb) == 0) printf("wrote %lld bytes\n", (long long)sb.st_size);
+
+    printf("\n== 2. convert it to NVFP4 in Burn's burnpack format\n$ qtk convert %s %s --scheme nvfp4\n", p[0], p[1]);
+    int rc = step_convert(p[0], p[1], "nvfp4");
+    if (rc) return rc;
+
+    printf("\n== 3. inspect the result\n$ qtk inspect %s\n", p[1]);
+    fflush(stdout);
+    rc = cli_inspect_print(stdout, p[1], false);
+    if (rc) return rc;
+
+    printf("\n== 4. quantized tensors cross formats bit for bit\n$ qtk convert %s %s\n", p[1], p[2]);
+    if ((rc = step_convert(p[1], p[2], NULL))) return rc;
+    printf("$ qtk convert %s %s\n", p[2], p[3]);
+    if ((rc = step_convert(p[2], p[3], NULL))) return rc;
+    bool same;
+    size_t len;
+    if ((rc = same_files(p[1], p[3], &same, &len))) return rc;
+    printf("%s and %s: %s (%zu bytes)\n", demo_files[1], demo_files[3], same ? "identical" : "DIFFERENT", len);
+    if (!same) return cli_fail("demo", QTK_OK, "the round trip changed the file");
+
+    printf("\n== 5. what each scheme costs and loses on the original\n$ qtk eval %s", p[0]);
+    for (size_t j = 0; j < N_EVAL; j++) printf(" --scheme '%s'", eval_schemes[j]);
+    printf(" --summary --plot %s\n", p[4]);
+    qtk_scheme s[N_EVAL];
+    for (size_t j = 0; j < N_EVAL; j++)
+        if ((st = qtk_scheme_parse(eval_schemes[j], &s[j]))) return cli_fail("demo", st, "scheme '%s'", eval_schemes[j]);
+    qtk_select sel;
+    qtk_select_init(&sel);
+    cli_progress bar;
+    cli_progress_init(&bar, "eval");
+    qtk_eval_result r;
+    st = qtk_eval_file(p[0], &sel, s, eval_schemes, N_EVAL, 0, cli_progress_update, &bar, &r);
+    cli_progress_end(&bar);
+    qtk_select_free(&sel);
+    if (st) return cli_fail("demo", st, "evaluating '%s'", p[0]);
+    cli_eval_print(stdout, p[0], &r, true);
+    st = qtk_eval_svg(&r, p[4], 1);
+    qtk_eval_result_free(&r);
+    if (st) return cli_fail("demo", st, "cannot write the chart");
+    printf("\nchart: %s\n", p[4]);
+    return CLI_OK;
+}
 
 int cmd_demo(int argc, char **argv) {
     const char *cmd = "demo";
-    const char *rows_s = NULL, *cols_s = NULL, *seed_s = NULL;
+    const char *dir_s = NULL, *layers_s = NULL, *hidden_s = NULL, *seed_s = NULL;
     const cli_opt opts[] = {
-        {"rows", true, &rows_s, NULL, NULL, NULL},
-        {"cols", true, &cols_s, NULL, NULL, NULL},
+        {"dir", true, &dir_s, NULL, NULL, NULL},
+        {"layers", true, &layers_s, NULL, NULL, NULL},
+        {"hidden", true, &hidden_s, NULL, NULL, NULL},
         {"seed", true, &seed_s, NULL, NULL, NULL},
     };
     const char *pos[1];
     int npos;
     bool help;
-    int rc = cli_parse(cmd, argc, argv, opts, 3, pos, 0, &npos, &help);
+    int rc = cli_parse(cmd, argc, argv, opts, 4, pos, 0, &npos, &help);
     if (rc) return rc;
     if (help) {
         fputs(usage, stdout);
         return CLI_OK;
     }
-    long rows = 512, cols = 4096, seed = 42;
-    if (rows_s && !cli_parse_int(rows_s, 1, 1L << 20, &rows)) return cli_usage_error(cmd, "--rows '%s' is not 1..2^20", rows_s);
-    if (cols_s && !cli_parse_int(cols_s, 1, 1L << 20, &cols)) return cli_usage_error(cmd, "--cols '%s' is not 1..2^20", cols_s);
-    if (seed_s && !cli_parse_int(seed_s, 0, 0x7fffffffL, &seed)) return cli_usage_error(cmd, "--seed '%s' is not a number", seed_s);
-    size_t n = (size_t)rows * (size_t)cols;
-    float *x = malloc(n * sizeof(float)), *y = malloc(n * sizeof(float));
-    if (!x || !y) {
-        free(x);
-        free(y);
-        return cli_fail(cmd, QTK_OK, "out of memory");
+    qtk_synth_config cfg;
+    qtk_synth_default(&cfg);
+    long v;
+    if (layers_s) {
+        if (!cli_parse_int(layers_s, 1, 1024, &v)) return cli_usage_error(cmd, "--layers '%s' is not 1..1024", layers_s);
+        cfg.layers = (size_t)v;
     }
-    qtk_synth_weights(x, (size_t)rows, (size_t)cols, 0.02f, 97, (uint64_t)seed);
-    size_t shape[2] = {(size_t)rows, (size_t)cols};
-    double sig = 0.0;
-    for (size_t i = 0; i < n; i++) sig += (double)x[i] * x[i];
-
-    printf("qtk demo: synthetic weights %ldx%ld, N(0, 0.02^2) with outlier channels, seed %ld\n\n", rows, cols, seed);
-    printf("%-34s %9s %12s %12s %9s\n", "scheme", "bits/el", "RMSE", "max|err|", "SQNR dB");
-    printf("%-34s %9s %12s %12s %9s\n", "----------------------------------", "---------", "------------",
-           "------------", "---------");
-    for (size_t k = 0; k < sizeof demo_schemes / sizeof demo_schemes[0]; k++) {
-        qtk_scheme s;
-        qtk_tensor *t = NULL;
-        qtk_status st = qtk_scheme_parse(demo_schemes[k], &s);
-        if (!st) st = qtk_quantize(x, shape, 2, &s, NULL, &t);
-        if (!st) st = qtk_dequantize(t, QTK_DTYPE_F32, y, n);
-        if (st) {
-            rc = cli_fail(cmd, st, "scheme '%s'", demo_schemes[k]);
-            qtk_tensor_free(t);
-            break;
-        }
-        double err = 0.0, mx = 0.0;
-        for (size_t i = 0; i < n; i++) {
-            double d = (double)x[i] - (double)y[i];
-            err += d * d;
-            if (fabs(d) > mx) mx = fabs(d);
-        }
-        double sqnr = err > 0 ? 10.0 * log10(sig / err) : INFINITY;
-        printf("%-34s %9.3f %12.4e %12.4e %9.2f\n", demo_schemes[k], qtk_layout_bits_per_element(qtk_tensor_layout(t)),
-               sqrt(err / (double)n), mx, sqnr);
-        qtk_tensor_free(t);
+    if (hidden_s) {
+        if (!cli_parse_int(hidden_s, 16, 65536, &v)) return cli_usage_error(cmd, "--hidden '%s' is not 16..65536", hidden_s);
+        cfg.hidden = (size_t)v;
+        cfg.ffn = 3 * cfg.hidden;
+        cfg.kv = cfg.hidden / 4;
     }
-    free(x);
-    free(y);
+    if (seed_s) {
+        if (!cli_parse_int(seed_s, 0, 0x7fffffffL, &v)) return cli_usage_error(cmd, "--seed '%s' is not a number", seed_s);
+        cfg.seed = (uint64_t)v;
+    }
+    char tmp[] = "/tmp/qtk-demo-XXXXXX";
+    const char *dir = dir_s;
+    if (!dir) {
+        if (!mkdtemp(tmp)) return cli_fail(cmd, QTK_OK, "cannot create a temporary directory in /tmp");
+        dir = tmp;
+    } else if (mkdir(dir, 0755) != 0 && (stat(dir, &(struct stat){0}) != 0)) {
+        return cli_fail(cmd, QTK_OK, "cannot create the directory '%s'", dir);
+    }
+    rc = run(dir, &cfg);
+    if (!dir_s) {
+        for (size_t i = 0; i < sizeof demo_files / sizeof demo_files[0]; i++) {
+            char p[1024];
+            snprintf(p, sizeof p, "%s/%s", dir, demo_files[i]);
+            unlink(p);
+        }
+        rmdir(dir);
+        printf("(the files were in %s, now removed; keep them with --dir DIR)\n", dir);
+    }
     return rc;
 }

@@ -10,7 +10,11 @@ typedef struct {
 } command;
 
 static const command commands[] = {
-    {"demo", cmd_demo, "quantize a built-in synthetic tensor under many schemes; print the errors"},
+    {"demo", cmd_demo, "the main job: generate a checkpoint, convert it to nvfp4 burnpack, inspect, eval"},
+    {"inspect", cmd_inspect, "list a checkpoint's tensors, dtypes/schemes, shapes, sizes, metadata"},
+    {"convert", cmd_convert, "convert a checkpoint between formats and quantization schemes"},
+    {"eval", cmd_eval, "measure bits/element, RMSE, max error and SQNR of schemes on a checkpoint"},
+    {"synth", cmd_synth, "write a deterministic transformer-like checkpoint"},
     {"quantize", cmd_quantize, "quantize an f32 .npy array to a tensor's bytes (SPEC §5)"},
     {"dequantize", cmd_dequantize, "dequantize a tensor's bytes to a .npy array"},
     {"scheme", cmd_scheme, "explain a spec string and its byte layout on a shape"},

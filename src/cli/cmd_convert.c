@@ -1,0 +1,136 @@
+/* cmd_convert.c — qtk convert: a checkpoint to another format and/or other schemes. */
+#include "cli.h"
+
+#include "tools/convert.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static const char usage[] =
+    "usage: qtk convert IN OUT [--scheme SPEC|none] [--dtype f32|f16|bf16]\n"
+    "                   [--only REGEX] [--skip REGEX] [--rule 'REGEX=SPEC']... [--min-elements N]\n"
+    "                   [--force] [--threads N] [--verbose]\n"
+    "\n"
+    "Converts the checkpoint IN (burnpack or safetensors, recognised by content) into OUT,\n"
+    "whose format follows its extension (.bpk or .safetensors). Tensors are streamed one at a\n"
+    "time from a memory map; OUT appears only when complete (a temporary file beside it is\n"
+    "renamed on success and removed on any error, disk full included).\n"
+    "\n"
+    "What happens to each tensor (the first that applies):\n"
+    "  1. integer, bool and other non-float tensors are copied as they are\n"
+    "  2. --skip REGEX matches its name, or --only REGEX is given and does not: copied\n"
+    "  3. the first --rule 'REGEX=SPEC' whose REGEX matches: SPEC (a scheme), 'none'\n"
+    "     (dequantize) or 'keep' (copy) — whatever the tensor's rank or size\n"
+    "  4. --scheme SPEC quantizes tensors of rank >= 2 with at least --min-elements elements\n"
+    "     (default 1024): 1-D biases and norms and tiny tensors stay as they are. A quantized\n"
+    "     tensor is re-quantized (qtk_convert); one already in SPEC is copied bit for bit.\n"
+    "     --scheme none dequantizes every quantized tensor to --dtype (default f32).\n"
+    "     Without --scheme every tensor is copied: 'qtk convert a.bpk b.bpk' reproduces the\n"
+    "     file byte for byte, and .bpk <-> .safetensors keeps quantized tensors bit-exact.\n"
+    "REGEX is POSIX extended and matches anywhere in the name (anchor with ^ and $).\n"
+    "\n"
+    "  --scheme SPEC       a spec string or preset (see 'qtk scheme --help'), or none\n"
+    "  --dtype D           what dequantized tensors become: f32 (default), f16, bf16\n"
+    "  --only REGEX        consider only tensors whose name matches\n"
+    "  --skip REGEX        never touch tensors whose name matches\n"
+    "  --rule 'REGEX=SPEC' per-name scheme (repeatable; first match wins)\n"
+    "  --min-elements N    smallest tensor --scheme quantizes (default 1024)\n"
+    "  --force             replace OUT if it exists\n"
+    "  --threads N         worker threads (default: all cores)\n"
+    "  --verbose           print what happens to each tensor\n"
+    "\n"
+    "Safetensors output stores quantized tensors in qtk's convention (docs/safetensors-quantized.md).\n"
+    "Burnpack output refuses block dims above 255 (Burn's limit) and dtypes Burn lacks (F8, F4).\n";
+
+typedef struct {
+    cli_progress bar;
+    bool verbose;
+} convert_ctx;
+
+static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d) {
+    convert_ctx *c = ctx;
+    if (!c->verbose) return;
+    char a[256], b[256], sb[128];
+    const char *from = in->quantized ? (qtk_scheme_format(&in->scheme, a, sizeof a, NULL) ? "?" : a) : qtk_elem_name(in->elem);
+    const char *to = out->quantized ? (qtk_scheme_format(&out->scheme, b, sizeof b, NULL) ? "?" : b) : qtk_elem_name(out->elem);
+    const char *verb = d->act == QTK_ACT_QUANTIZE ? "quantize" : d->act == QTK_ACT_DEQUANTIZE ? "dequantize" : "copy";
+    printf("  %-10s %s [%s] %s%s%s  (%s)\n", verb, in->name, cli_shape_str(in->shape, in->rank, sb, sizeof sb), from,
+           d->act == QTK_ACT_KEEP ? "" : " -> ", d->act == QTK_ACT_KEEP ? "" : to, d->why);
+}
+
+int cmd_convert(int argc, char **argv) {
+    const char *cmd = "convert";
+    const char *spec = NULL, *dtype = NULL, *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL;
+    const char **rules = NULL;
+    int n_rules = 0;
+    bool force = false, verbose = false;
+    const cli_opt opts[] = {
+        {"scheme", true, &spec, NULL, NULL, NULL},  {"dtype", true, &dtype, NULL, NULL, NULL},
+        {"only", true, &only, NULL, NULL, NULL},    {"skip", true, &skip, NULL, NULL, NULL},
+        {"rule", true, NULL, NULL, &rules, &n_rules}, {"min-elements", true, &min_s, NULL, NULL, NULL},
+        {"force", false, NULL, &force, NULL, NULL}, {"threads", true, &threads_s, NULL, NULL, NULL},
+        {"verbose", false, NULL, &verbose, NULL, NULL},
+    };
+    const char *pos[2];
+    int npos;
+    bool help;
+    int rc = cli_parse(cmd, argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), pos, 2, &npos, &help);
+    if (rc || help) {
+        free(rules);
+        if (help) fputs(usage, stdout);
+        return rc;
+    }
+    qtk_select sel;
+    qtk_select_init(&sel);
+    qtk_status st = QTK_OK;
+    long threads = 0, min_el = QTK_SELECT_MIN_NUMEL;
+    if (npos != 2) rc = cli_usage_error(cmd, "expected IN and OUT");
+    else if (threads_s && !cli_parse_int(threads_s, 1, 4096, &threads))
+        rc = cli_usage_error(cmd, "--threads '%s' is not 1..4096", threads_s);
+    else if (min_s && !cli_parse_int(min_s, 0, 0x7fffffffL, &min_el))
+        rc = cli_usage_error(cmd, "--min-elements '%s' is not a count", min_s);
+    if (!rc && spec && (st = qtk_select_default(&sel, spec))) rc = cli_usage_error(cmd, "--scheme: %s", qtk_last_error());
+    if (!rc && only && (st = qtk_select_only(&sel, only))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    if (!rc && skip && (st = qtk_select_skip(&sel, skip))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    for (int i = 0; !rc && i < n_rules; i++)
+        if ((st = qtk_select_rule(&sel, rules[i]))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    if (!rc && dtype) {
+        bool any_none = sel.dflt.kind == QTK_TARGET_NONE;
+        for (size_t i = 0; i < sel.n_rules; i++) any_none |= sel.rules[i].target.kind == QTK_TARGET_NONE;
+        if (!any_none) rc = cli_usage_error(cmd, "--dtype is for dequantized tensors: give it with --scheme none or a 'none' rule");
+        else if ((st = qtk_select_dtype(&sel, dtype))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    }
+    if (!rc && qtk_ckpt_format_from_path(pos[1]) == QTK_CKPT_UNKNOWN)
+        rc = cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk or .safetensors", pos[1]);
+    if (rc) {
+        qtk_select_free(&sel);
+        free(rules);
+        return rc;
+    }
+    sel.min_numel = (size_t)min_el;
+    if (threads) qtk_set_threads((int)threads);
+
+    convert_ctx ctx = {.verbose = verbose};
+    cli_progress_init(&ctx.bar, "convert");
+    qtk_convert_opts o = {.select = &sel, .force = force, .threads = (int)threads, .progress = cli_progress_update,
+                          .plan = on_plan, .ctx = &ctx};
+    /* cli_progress_update reads the bar at the start of the context */
+    qtk_convert_stats s;
+    double t0 = cli_now();
+    st = qtk_convert_file(pos[0], pos[1], &o, &s);
+    double dt = cli_now() - t0;
+    cli_progress_end(&ctx.bar);
+    if (st) {
+        rc = cli_fail(cmd, st, "'%s' -> '%s'", pos[0], pos[1]);
+    } else {
+        char a[32], b[32], r[32];
+        printf("qtk convert: wrote %s (%s): %zu tensors: %zu quantized, %zu dequantized, %zu copied; "
+               "tensor bytes %s -> %s in %.2f s (%s/s)\n",
+               pos[1], qtk_ckpt_format_name(s.out_format), s.tensors, s.quantized, s.dequantized, s.kept,
+               cli_bytes((double)s.in_bytes, a, sizeof a), cli_bytes((double)s.out_bytes, b, sizeof b), dt,
+               cli_bytes(dt > 0 ? (double)s.in_bytes / dt : 0.0, r, sizeof r));
+    }
+    qtk_select_free(&sel);
+    free(rules);
+    return rc;
+}

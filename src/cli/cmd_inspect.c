@@ -1,0 +1,143 @@
+/* cmd_inspect.c — qtk inspect: what a checkpoint holds. */
+#include "cli.h"
+
+#include "io/checkpoint.h"
+
+#include <string.h>
+
+static const char usage[] =
+    "usage: qtk inspect [--json] FILE\n"
+    "\n"
+    "Lists a checkpoint (.bpk burnpack or .safetensors; recognised by content): its format and\n"
+    "container facts, then every tensor in the order of its bytes in the file: name, dtype\n"
+    "(or quantization scheme), shape, bytes, bits per element and file offset; then totals,\n"
+    "the string metadata, and burnpack scalars. The file is validated completely on the way\n"
+    "(lengths against shapes and schemes, offsets, overlaps), but tensor values are not read.\n"
+    "\n"
+    "  --json    the same as one JSON object on stdout\n";
+
+static const char *type_of(const qtk_ckpt_tensor *t, char *buf, size_t cap) {
+    if (!t->quantized) return qtk_elem_name(t->elem);
+    const char *p = qtk_scheme_preset_name(&t->scheme);
+    if (p) return p;
+    if (qtk_scheme_format(&t->scheme, buf, cap, NULL) != QTK_OK) snprintf(buf, cap, "?");
+    return buf;
+}
+
+static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
+    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    qtk_ckpt_facts fx;
+    qtk_ckpt_facts_of(c, &fx);
+    char buf[256];
+    fputs("{\"file\": ", f);
+    cli_json_str(f, path);
+    fprintf(f, ", \"format\": \"%s\", \"file_bytes\": %zu, \"data_start\": %zu, \"tensors\": [",
+            qtk_ckpt_format_name(qtk_ckpt_format_of(c)), fx.file_bytes, fx.data_start);
+    for (size_t i = 0; i < d->n_tensors; i++) {
+        const qtk_ckpt_tensor *t = &d->tensors[i];
+        fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
+        cli_json_str(f, t->name);
+        fprintf(f, ", \"quantized\": %s, \"dtype\": ", t->quantized ? "true" : "false");
+        if (t->quantized) {
+            if (qtk_scheme_format(&t->scheme, buf, sizeof buf, NULL) != QTK_OK) buf[0] = '\0';
+            cli_json_str(f, buf);
+        } else {
+            cli_json_str(f, qtk_elem_name(t->elem));
+        }
+        fputs(", \"shape\": [", f);
+        for (int k = 0; k < t->rank; k++) fprintf(f, k ? ", %zu" : "%zu", t->shape[k]);
+        fprintf(f, "], \"numel\": %zu, \"bytes\": %zu, \"offset\": %zu", t->numel, t->nbytes, qtk_ckpt_offset_of(c, i));
+        if (t->has_param_id) fprintf(f, ", \"param_id\": %llu", (unsigned long long)t->param_id);
+        fputc('}', f);
+    }
+    fputs("],\n \"metadata\": {", f);
+    for (size_t i = 0; i < d->n_meta; i++) {
+        if (i) fputs(", ", f);
+        cli_json_str(f, d->meta[i].key);
+        fputs(": ", f);
+        cli_json_str(f, d->meta[i].value);
+    }
+    fputs("},\n \"scalars\": {", f);
+    for (size_t i = 0; i < d->n_scalars; i++) {
+        const qtk_ckpt_scalar *s = &d->scalars[i];
+        if (i) fputs(", ", f);
+        cli_json_str(f, s->name);
+        switch (s->kind) {
+        case QTK_SCALAR_INT: fprintf(f, ": {\"Int\": %lld}", (long long)s->i); break;
+        case QTK_SCALAR_UINT: fprintf(f, ": {\"UInt\": %llu}", (unsigned long long)s->u); break;
+        case QTK_SCALAR_FLOAT: fputs(": {\"Float\": ", f), cli_json_num(f, s->f), fputc('}', f); break;
+        case QTK_SCALAR_BOOL: fprintf(f, ": {\"Bool\": %s}", s->b ? "true" : "false"); break;
+        }
+    }
+    fputs("}}\n", f);
+}
+
+static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
+    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    qtk_ckpt_facts fx;
+    qtk_ckpt_facts_of(c, &fx);
+    char tb[256], sb[128], hb[32];
+    fprintf(f, "file      %s\n", path);
+    fprintf(f, "format    %s (%s)\n", qtk_ckpt_format_name(qtk_ckpt_format_of(c)), fx.note);
+    fprintf(f, "size      %zu bytes (%s)\n\n", fx.file_bytes, cli_bytes((double)fx.file_bytes, hb, sizeof hb));
+    int nw = 4, tw = 5;
+    for (size_t i = 0; i < d->n_tensors; i++) {
+        int n = (int)strlen(d->tensors[i].name), k = (int)strlen(type_of(&d->tensors[i], tb, sizeof tb));
+        if (n > nw) nw = n > 60 ? 60 : n;
+        if (k > tw) tw = k > 48 ? 48 : k;
+    }
+    fprintf(f, "%-*s  %-*s  %-14s %12s %8s %12s\n", nw, "name", tw, "dtype", "shape", "bytes", "bits/el", "offset");
+    size_t nq = 0, bq = 0, br = 0, el = 0;
+    for (size_t i = 0; i < d->n_tensors; i++) {
+        const qtk_ckpt_tensor *t = &d->tensors[i];
+        double bpe = t->numel ? (double)t->nbytes * 8.0 / (double)t->numel : 0.0;
+        fprintf(f, "%-*s  %-*s  %-14s %12zu %8.3f %12zu\n", nw, t->name, tw, type_of(t, tb, sizeof tb),
+                cli_shape_str(t->shape, t->rank, sb, sizeof sb), t->nbytes, bpe, qtk_ckpt_offset_of(c, i));
+        if (t->quantized) nq++, bq += t->nbytes;
+        else br += t->nbytes;
+        el += t->numel;
+    }
+    fprintf(f, "\n%zu tensors, %zu elements: %zu quantized (%zu bytes), %zu unquantized (%zu bytes)", d->n_tensors, el, nq, bq,
+            d->n_tensors - nq, br);
+    if (el) fprintf(f, "; %.3f bits per element overall", (double)(bq + br) * 8.0 / (double)el);
+    fputc('\n', f);
+    if (d->n_meta == 0) fprintf(f, "metadata  (none)\n");
+    for (size_t i = 0; i < d->n_meta; i++) fprintf(f, "%s %s = %s\n", i ? "         " : "metadata ", d->meta[i].key, d->meta[i].value);
+    for (size_t i = 0; i < d->n_scalars; i++) {
+        const qtk_ckpt_scalar *s = &d->scalars[i];
+        fprintf(f, "%s %s = ", i ? "         " : "scalars  ", s->name);
+        switch (s->kind) {
+        case QTK_SCALAR_INT: fprintf(f, "Int %lld\n", (long long)s->i); break;
+        case QTK_SCALAR_UINT: fprintf(f, "UInt %llu\n", (unsigned long long)s->u); break;
+        case QTK_SCALAR_FLOAT: fprintf(f, "Float %.17g\n", s->f); break;
+        case QTK_SCALAR_BOOL: fprintf(f, "Bool %s\n", s->b ? "true" : "false"); break;
+        }
+    }
+}
+
+int cli_inspect_print(FILE *f, const char *path, bool json) {
+    qtk_ckpt *c = NULL;
+    qtk_status st = qtk_ckpt_open(path, &c);
+    if (st) return cli_fail("inspect", st, "cannot read the checkpoint");
+    if (json) print_json(f, c, path);
+    else print_text(f, c, path);
+    qtk_ckpt_close(c);
+    return CLI_OK;
+}
+
+int cmd_inspect(int argc, char **argv) {
+    const char *cmd = "inspect";
+    bool json = false;
+    const cli_opt opts[] = {{"json", false, NULL, &json, NULL, NULL}};
+    const char *pos[1];
+    int npos;
+    bool help;
+    int rc = cli_parse(cmd, argc, argv, opts, 1, pos, 1, &npos, &help);
+    if (rc) return rc;
+    if (help) {
+        fputs(usage, stdout);
+        return CLI_OK;
+    }
+    if (npos != 1) return cli_usage_error(cmd, "expected one FILE");
+    return cli_inspect_print(stdout, pos[0], json);
+}

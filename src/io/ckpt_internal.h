@@ -1,0 +1,80 @@
+/* ckpt_internal.h — what a checkpoint format implements, and the reader/writer state the
+ * formats share. A new format is one file defining a qtk__ckpt_ops and one line in the
+ * table of checkpoint.c. */
+#ifndef QTK_CKPT_INTERNAL_H
+#define QTK_CKPT_INTERNAL_H
+
+#include "io/checkpoint.h"
+#include "io/fileio.h"
+#include "io/mapfile.h"
+
+#include "common/internal.h"
+
+/* Where a tensor's bytes are: one or more ranges of the file, concatenated in order (a
+ * quantized tensor of the safetensors convention is values + scales + global + table). */
+#define QTK_CKPT_MAX_PIECES 4
+typedef struct qtk__ckpt_piece {
+    size_t off, len; /* absolute file offset */
+} qtk__ckpt_piece;
+typedef struct qtk__ckpt_loc {
+    qtk__ckpt_piece piece[QTK_CKPT_MAX_PIECES];
+    unsigned n;
+} qtk__ckpt_loc;
+
+struct qtk_ckpt {
+    qtk_ckpt_format fmt;
+    char *name;           /* path, for messages */
+    qtk_mapfile map;
+    qtk_ckpt_desc desc;
+    qtk__ckpt_loc *loc;   /* parallel to desc.tensors */
+    size_t cap_loc;
+    qtk_ckpt_facts facts;
+};
+
+struct qtk_ckpt_writer {
+    qtk_afile file;
+    const struct qtk__ckpt_ops *ops;
+    const qtk_ckpt_desc *desc;
+    size_t next;          /* tensors written so far */
+    size_t pos;           /* bytes written into the data section */
+    size_t *offsets;      /* per tensor: start relative to the data section (set by begin) */
+    size_t data_end;      /* relative end of the last tensor */
+};
+
+typedef struct qtk__ckpt_ops {
+    qtk_ckpt_format fmt;
+    const char *name;
+    /* true if the bytes look like this format (a magic number, a header shape) */
+    bool (*sniff)(const uint8_t *data, size_t len);
+    /* Validates c->map and fills c->desc, c->loc (one per tensor, in file order), c->facts. */
+    qtk_status (*parse)(qtk_ckpt *c);
+    /* Validates w->desc for the format, sets w->offsets/data_end, and writes everything
+     * before the tensor data. */
+    qtk_status (*begin)(qtk_ckpt_writer *w);
+    /* Optional: writes tensor w->next (NULL: zero-fill up to its offset, then the bytes as
+     * they are — right for formats that store Burn's layout). */
+    qtk_status (*put)(qtk_ckpt_writer *w, const uint8_t *bytes, size_t len);
+} qtk__ckpt_ops;
+
+extern const qtk__ckpt_ops qtk__burnpack_ops;
+extern const qtk__ckpt_ops qtk__safetensors_ops;
+
+/* Appends a location for the tensor just added to c->desc. */
+qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc);
+
+/* Lookup-mode tensors carry their table's entries after the scales (SPEC §5), but neither
+ * Burn's scheme nor a file has to name a table qtk knows. This names the table the entries
+ * are: `hint` if that table has exactly these entries, else a built-in one that does, else
+ * `hint` registered with them if no table has that name yet, else a table registered under
+ * a name derived from the entries ("lut-" + 16 hex digits). */
+qtk_status qtk__ckpt_resolve_table(qtk_scheme *s, const uint8_t *entries, size_t n, const char *hint);
+
+/* true if s[0..n) is valid UTF-8 without NUL bytes. */
+bool qtk__utf8_ok(const char *s, size_t n);
+
+/* "64x32" / "scalar" into buf. */
+const char *qtk__ckpt_shape_str(const size_t *shape, int rank, char *buf, size_t cap);
+
+#define QTK_CKPT_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+
+#endif

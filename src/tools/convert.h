@@ -1,0 +1,35 @@
+/* convert.h — checkpoint to checkpoint: each tensor kept, quantized, re-quantized or
+ * dequantized as a qtk_select decides, streamed one tensor at a time from a mapped input
+ * into an all-or-nothing output. */
+#ifndef QTK_TOOLS_CONVERT_H
+#define QTK_TOOLS_CONVERT_H
+
+#include "tools/select.h"
+
+typedef struct qtk_progress_info {
+    size_t done, total;             /* tensors */
+    size_t bytes_done, bytes_total; /* input bytes */
+} qtk_progress_info;
+
+typedef void (*qtk_progress_fn)(void *ctx, const qtk_progress_info *p);
+
+typedef struct qtk_convert_opts {
+    const qtk_select *select;
+    qtk_ckpt_format out_format; /* QTK_CKPT_UNKNOWN: by the output's extension */
+    int force;                  /* replace an existing output */
+    int threads;                /* 0: the library default */
+    qtk_progress_fn progress;   /* optional, called after each tensor */
+    /* optional, called once per tensor before any data is written */
+    void (*plan)(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d);
+    void *ctx;
+} qtk_convert_opts;
+
+typedef struct qtk_convert_stats {
+    size_t tensors, quantized, dequantized, kept;
+    size_t in_bytes, out_bytes; /* tensor bytes, containers excluded */
+    qtk_ckpt_format in_format, out_format;
+} qtk_convert_stats;
+
+qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_opts *o, qtk_convert_stats *stats);
+
+#endif
