@@ -49,5 +49,6 @@ int cmd_quantize(int argc, char **argv);
 int cmd_dequantize(int argc, char **argv);
 int cmd_scheme(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
+int cmd_matmul(int argc, char **argv);
 
 #endif

@@ -14,6 +14,7 @@ static const command commands[] = {
     {"quantize", cmd_quantize, "quantize an f32 .npy array to a tensor's bytes (SPEC §5)"},
     {"dequantize", cmd_dequantize, "dequantize a tensor's bytes to a .npy array"},
     {"scheme", cmd_scheme, "explain a spec string and its byte layout on a shape"},
+    {"matmul", cmd_matmul, "y = x · Wᵀ + b with W quantized under a scheme"},
 };
 
 static void usage(FILE *f) {
