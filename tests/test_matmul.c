@@ -10,6 +10,7 @@
  * and bound_catches_errors shows that they reject a dropped block or a wrong scale. */
 #include "test.h"
 
+#include "kernels/cpu.h"
 #include "matmul/mm.h"
 #include "qtk_matmul.h"
 
@@ -223,6 +224,26 @@ static qtk_status run(const problem *p, qtk_precision prec, int threads, float *
 
 static const qtk_isa ISAS[] = {QTK_ISA_SCALAR, QTK_ISA_AVX2, QTK_ISA_AVX512};
 
+/* Kernel configurations: ISA level, test hooks, CPU features withheld. */
+typedef struct {
+    qtk_isa isa;
+    unsigned hooks, drop;
+} config;
+static const config CONFIGS[] = {
+    {QTK_ISA_SCALAR, 0, 0},
+    {QTK_ISA_AVX2, 0, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_GENERIC, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_NO_FUSED, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_FUSED, 0},
+    {QTK_ISA_AVX2, 0, QTK_CPU_AVXVNNI | QTK_CPU_AVX512VNNI},
+    {QTK_ISA_AVX512, 0, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_GENERIC, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_FUSED, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_FUSED, 0},
+    {QTK_ISA_AVX512, 0, QTK_CPU_AVX512VNNI},
+};
+#define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
+
 /* Every scheme x layout x shape x path x ISA against the reference. */
 static void all_schemes_all_paths(void) {
     register_tables();
@@ -236,29 +257,29 @@ static void all_schemes_all_paths(void) {
                                   1000 + si * 31 + sh))
                     continue;
                 float *y = malloc((p.M * p.N + 1) * sizeof(float));
-                for (size_t ii = 0; ii < sizeof ISAS / sizeof ISAS[0]; ii++) {
-                    if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
-                    static const unsigned hooks[] = {0, QTK__MM_HOOK_GENERIC, QTK__MM_HOOK_NO_FUSED, QTK__MM_HOOK_FUSED};
-                    for (size_t h = 0; h < 4; h++) {
-                        if (ISAS[ii] == QTK_ISA_SCALAR && h > 0) break;
-                        qtk__mm_set_hooks(hooks[h]);
-                        for (int prec = 0; prec < 2; prec++) {
-                            if (prec == 1 && h > 0) break;
-                            qtk_mm_path path;
-                            qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};
-                            CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
-                            CHECK_OK(run(&p, (qtk_precision)prec, 1 + (int)(sh % 3), y));
-                            char what[256];
-                            snprintf(what, sizeof what, "%s layout %s M=%zu N=%zu K=%zu isa %s hooks %u %s path %s",
-                                     SCHEMES[si], lay ? "kn" : "nk", p.M, p.N, p.K, qtk_isa_name(ISAS[ii]), hooks[h],
-                                     prec ? "fast" : "exact", qtk_mm_path_name(path));
-                            check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
-                            /* FAST on a scheme with no integer path must fall back to the exact path */
-                            if (prec == 0) CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact ran integer", what);
-                            runs++;
-                        }
+                for (size_t ci = 0; ci < N_CONFIGS; ci++) {
+                    const config *cf = &CONFIGS[ci];
+                    if (qtk_set_isa(cf->isa) != QTK_OK) continue;
+                    qtk__mm_set_hooks(cf->hooks);
+                    qtk__mm_set_feature_mask(cf->drop);
+                    for (int prec = 0; prec < 2; prec++) {
+                        if (prec == 1 && cf->hooks) break; /* hooks steer the exact path only */
+                        if (prec == 0 && cf->drop) continue; /* features matter to the integer path only */
+                        qtk_mm_path path;
+                        qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};
+                        CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
+                        CHECK_OK(run(&p, (qtk_precision)prec, 1 + (int)(sh % 3), y));
+                        char what[256];
+                        snprintf(what, sizeof what, "%s layout %s M=%zu N=%zu K=%zu isa %s hooks %u drop %x %s path %s",
+                                 SCHEMES[si], lay ? "kn" : "nk", p.M, p.N, p.K, qtk_isa_name(cf->isa), cf->hooks,
+                                 cf->drop, prec ? "fast" : "exact", qtk_mm_path_name(path));
+                        check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
+                        /* FAST on a scheme with no integer path must fall back to the exact path */
+                        if (prec == 0) CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact ran integer", what);
+                        runs++;
                     }
                 }
+                qtk__mm_set_feature_mask(0);
                 qtk__mm_set_hooks(0);
                 qtk_set_isa(QTK_ISA_AUTO);
                 free(y);

@@ -50,5 +50,7 @@ int cmd_dequantize(int argc, char **argv);
 int cmd_scheme(int argc, char **argv);
 int cmd_demo(int argc, char **argv);
 int cmd_matmul(int argc, char **argv);
+/* The matmul benchmark (bench_matmul.c), to be run as 'qtk bench --matmul'. */
+int cli_bench_matmul(int argc, char **argv);
 
 #endif

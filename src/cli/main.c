@@ -15,6 +15,7 @@ static const command commands[] = {
     {"dequantize", cmd_dequantize, "dequantize a tensor's bytes to a .npy array"},
     {"scheme", cmd_scheme, "explain a spec string and its byte layout on a shape"},
     {"matmul", cmd_matmul, "y = x · Wᵀ + b with W quantized under a scheme"},
+    {"bench-matmul", cli_bench_matmul, "time quantized GEMV/GEMM against f32, memcpy and FMA-peak baselines"},
 };
 
 static void usage(FILE *f) {

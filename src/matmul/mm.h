@@ -98,6 +98,7 @@ typedef struct qtk__mm {
     float *xs;          /* scales: per block (portable) or per lane (SIMD), see the kernels */
     int32_t *xc;        /* SIMD: per-lane offset corrections (see mm_avx512_int.c) */
     size_t xs_ld, xc_ld;/* per-row strides of xs and xc */
+    bool vnni;          /* integer path: the kernel uses VNNI dot products (xc needed) */
     /* per-thread scratch */
     size_t ws_floats;
 } qtk__mm;
@@ -162,6 +163,16 @@ QTK_INTERNAL void qtk__mm_decode_generic(const qtk__mm *c, size_t r0, size_t nr,
  * the bits every ISA reproduces: amax = max|x|, s = amax / 127, q = round-half-even(x * (127 / amax)). */
 QTK_INTERNAL void qtk__mm_quantize_row(const float *x, size_t k, size_t bx, int8_t *q, float *s);
 QTK_INTERNAL qtk_status qtk__mm_int_prepare_ref(qtk__mm *c);
+/* Lays out one quantized row (q: k values, s: per-block scales) for the SIMD integer
+ * kernels. A kernel step reads `per` vectors of L bytes of a weight row (per*L fields);
+ * byte i of vector j is field per*i + j of the step, so dst holds the activations in that
+ * order (zero past k, up to kq). Each 32-bit lane l covers bytes 4l..4l+3 of every vector,
+ * fields [4 per l, 4 per (l+1)) of the step, all in one activation block: xs gets that
+ * block's scale per step and lane, and xc (if not NULL) -offset x the sum of q over the
+ * lane, which turns the dot product of unsigned weights (value + offset) back into the
+ * signed one. */
+QTK_INTERNAL void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L,
+                                     int offset, int8_t *dst, float *xs, int32_t *xc, size_t kq);
 QTK_INTERNAL void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 
 /* ---- mm_gemm.c: tiled drivers over isa->decode and isa->ukr ---- */

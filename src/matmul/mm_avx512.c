@@ -15,57 +15,9 @@
  * Kernels: nk_fused (small M: x kept in chunk order, each chunk of W decoded once per tile
  * of up to 4 rows of x and multiplied into 4 output rows at a time), decode (tiles for the
  * drivers of mm_gemm.c) and the 6x64 f32 microkernel. */
-#include "mm_x86.h"
-
-#include <math.h>
+#include "mm_avx512.h"
 
 #define L16 16u
-#define NR 4u /* weight rows per fused tile */
-
-/* ---- scales ---- */
-
-/* 16 e4m3 codes -> f16 bits of value / 256: sign-extended to 16 bits and shifted left by 7,
- * the magnitude lands on bits 7..13 and copies of the sign on 14 and 15; clearing bit 14
- * leaves the f16 whose exponent is the e4m3 exponent (bias 15 instead of 7: a factor 2^-8). */
-QTK_AI __m256i e4m3_to_h(__m128i b) {
-    return _mm256_and_si256(_mm256_slli_epi16(_mm256_cvtepi8_epi16(b), 7), _mm256_set1_epi16((short)0xBF80));
-}
-
-/* 16 e4m3 codes -> f32 values (NaN for S.1111.111). */
-QTK_AI __m512 e4m3_16(__m128i b) {
-    __m512 v = _mm512_mul_ps(_mm512_cvtph_ps(e4m3_to_h(b)), _mm512_set1_ps(256.0f));
-    __mmask16 nan = _mm_cmpeq_epi8_mask(_mm_or_si128(b, _mm_set1_epi8((char)0x80)), _mm_set1_epi8((char)0xff));
-    return _mm512_mask_mov_ps(v, nan, _mm512_set1_ps(NAN));
-}
-
-/* Effective scales of groups [g, g+n) of W into dst (multiple of 16 written; dst has room). */
-static void load_scales(const qtk__mmw *w, size_t g, size_t n, float *dst) {
-    const uint8_t *s = w->sb + g * w->ssz;
-    const __m512 glob = _mm512_set1_ps(w->global);
-    for (size_t i = 0; i < n; i += 16) {
-        unsigned cnt = n - i < 16 ? (unsigned)(n - i) : 16u;
-        __mmask16 k = (__mmask16)((1u << cnt) - 1u);
-        const uint8_t *p = s + i * w->ssz;
-        __m512 v;
-        switch (w->sdt) {
-        case QTK_DTYPE_F16: v = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(k, p)); break;
-        case QTK_DTYPE_BF16:
-            v = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(k, p)), 16));
-            break;
-        case QTK_DTYPE_UE8M0: {
-            __m512i e = _mm512_cvtepu8_epi32(_mm_maskz_loadu_epi8(k, p));
-            __mmask16 z = _mm512_cmpeq_epi32_mask(e, _mm512_setzero_si512());
-            /* 2^(e-127); e = 0 is 2^-127, an f32 subnormal */
-            v = _mm512_castsi512_ps(_mm512_mask_mov_epi32(_mm512_slli_epi32(e, 23), z, _mm512_set1_epi32(0x00400000)));
-            break;
-        }
-        case QTK_DTYPE_UE4M3: v = e4m3_16(_mm_maskz_loadu_epi8(k, p)); break;
-        default: v = _mm512_maskz_loadu_ps(k, p); break;
-        }
-        if (w->two_level) v = _mm512_mul_ps(glob, v);
-        _mm512_storeu_ps(dst + i, v);
-    }
-}
 
 /* ---- chunks ---- */
 
@@ -106,107 +58,162 @@ QTK_AI __mmask16 tail_mask(unsigned per, size_t rem, unsigned j) {
     return n >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << n) - 1u);
 }
 
-/* Lane pattern of a chunk whose scale blocks (bc fields) are shorter than the chunk:
- * lane l of every vector holds field per*l + j, in block per*l / bc. */
-QTK_AI __m512i split_pattern(unsigned per, size_t bc) {
-    alignas(64) int32_t idx[16];
-    for (unsigned l = 0; l < 16; l++) idx[l] = (int32_t)((per * l) / bc);
-    return _mm512_load_si512(idx);
-}
-
 /* ---- nk fused: y[m][n] for small M ---- */
 
-/* One tile: rows n..n+nr-1 of W (nr <= NR) times rows m0..m0+MR-1 of x. */
-QTK_AI void fused_tile(const int kind, const unsigned MR, const qtk__mm *c, size_t n, unsigned nr, size_t m0) {
+/* What every tile of a call shares (computed once per thread range). */
+typedef struct {
+    bool split;      /* a chunk spans several scale blocks */
+    size_t cb;       /* split: blocks per chunk */
+    __m512i pat;     /* split: block of each lane, relative to the chunk's first */
+    __mmask16 bmask; /* split: blocks in a chunk */
+    __m512 tab;      /* value of each code */
+} consts;
+
+static void consts_init(const qtk__mm *c, consts *k) {
+    const unsigned per = c->w.per;
+    const size_t C = L16 * per, bc = c->w.bc;
+    k->split = c->smode == QTK__SM_SPLIT;
+    k->cb = k->split ? C / bc : 0;
+    alignas(64) int32_t idx[16];
+    for (unsigned l = 0; l < 16; l++) idx[l] = k->split ? (int32_t)((per * l) / bc) : 0;
+    k->pat = _mm512_load_si512(idx);
+    k->bmask = k->split ? (__mmask16)((1u << k->cb) - 1u) : 0;
+    k->tab = _mm512_loadu_ps(c->w.table);
+}
+
+#define BS_LD (QTK__MM_SEG / 16 + 32) /* floats per row of converted scales */
+
+/* One chunk of NR weight rows (row r at p + r * rb) into the MR x NR accumulators. sc: the
+ * rows' scale vectors; tb: their tables, pre-scaled when the chunk has one scale (pre). In a
+ * row's last chunk (tail), only the bytes the row has are read and lanes past K are zeroed:
+ * padding fields may hold anything, even NaN codes. */
+QTK_AI void fused_chunk(const int kind, const unsigned MR, const unsigned NR, const bool tail, const bool pre,
+                        const uint8_t *p, size_t rb, const float *const *xr, size_t k, size_t rem, const __m512 *sc,
+                        const __m512 *tb, __m512 acc[4][4]) {
+    const unsigned per = per_of(kind);
+    __m512i v[4];
+    if (kind != QTK__MMK_F32) {
+        unsigned nb = tail ? (unsigned)((rem + per - 1) / per) : 16u;
+        QTK_UNROLL
+        for (unsigned r = 0; r < NR; r++) v[r] = chunk_lanes(kind, chunk_bytes(p + r * rb, nb));
+    }
+    QTK_UNROLL
+    for (unsigned j = 0; j < per; j++) {
+        __m512 wv[4];
+        QTK_UNROLL
+        for (unsigned r = 0; r < NR; r++) {
+            if (kind == QTK__MMK_F32) {
+                const float *src = (const float *)(const void *)(p + r * rb);
+                wv[r] = tail ? _mm512_maskz_loadu_ps(tail_mask(1, rem, 0), src) : _mm512_loadu_ps(src);
+                continue;
+            }
+            wv[r] = chunk_vec(kind, v[r], j, tb[r]);
+            if (!pre) wv[r] = _mm512_mul_ps(wv[r], sc[r]);
+            if (tail) wv[r] = _mm512_maskz_mov_ps(tail_mask(per, rem, j), wv[r]);
+        }
+        QTK_UNROLL
+        for (unsigned i = 0; i < MR; i++) {
+            __m512 xv = _mm512_loadu_ps(xr[i] + k + (size_t)j * L16);
+            QTK_UNROLL
+            for (unsigned r = 0; r < NR; r++) acc[i][r] = _mm512_fmadd_ps(wv[r], xv, acc[i][r]);
+        }
+    }
+}
+
+/* One tile: rows n..n+NR-1 of W times rows m0..m0+MR-1 of x. */
+QTK_AI void fused_tile(const int kind, const unsigned MR, const unsigned NR, const qtk__mm *c, const consts *kc,
+                       size_t n, size_t m0) {
     const qtk__mmw *w = &c->w;
     const unsigned per = per_of(kind), C = L16 * per;
-    const size_t K = c->K, kp = c->kp, bc = w->bc;
-    const bool split = c->smode == QTK__SM_SPLIT;
-    const __m512i pat = split ? split_pattern(per, bc) : _mm512_setzero_si512();
-    const __mmask16 bmask = split ? (__mmask16)((1u << (C / bc)) - 1u) : 0; /* blocks in a chunk */
-    const __m512 tab = _mm512_loadu_ps(w->table);
-    const uint8_t *row[NR];
-    size_t g0[NR];
-    for (unsigned r = 0; r < NR; r++) {
-        size_t rr = n + (r < nr ? r : 0); /* missing rows repeat the first; never stored */
-        row[r] = w->vals + rr * w->row_bytes;
-        g0[r] = kind == QTK__MMK_F32 ? 0 : qtk__mmw_group0(w, rr);
-    }
+    const size_t K = c->K, kp = c->kp, bc = w->bc, rb = w->row_bytes;
+    const size_t kfull = K / C * C; /* fields in whole chunks */
+    const bool split = kc->split, pre = is_table(kind) && !split;
+    const uint8_t *row0 = w->vals + n * rb;
     const float *xr[4];
+    QTK_UNROLL
     for (unsigned i = 0; i < MR; i++) xr[i] = c->xp + (m0 + i) * kp;
-    __m512 acc[4][NR];
+    __m512 acc[4][4];
+    QTK_UNROLL
     for (unsigned i = 0; i < MR; i++)
+        QTK_UNROLL
         for (unsigned r = 0; r < NR; r++) acc[i][r] = _mm512_setzero_ps();
-    alignas(64) float bs[NR][QTK__MM_SEG / 16 + 32];
+    alignas(64) float bs[4 * BS_LD];
+    __m512 sc[4], tb[4];
+    QTK_UNROLL
+    for (unsigned r = 0; r < NR; r++) sc[r] = tb[r] = kc->tab;
 
-    for (size_t s0 = 0; s0 < kp; s0 += QTK__MM_SEG) {
-        size_t s1 = kp - s0 < QTK__MM_SEG ? kp : s0 + QTK__MM_SEG;
-        size_t b0 = s0 / bc;
-        qtk__blk_walk bw;
-        if (kind != QTK__MMK_F32) {
-            size_t last = (s1 < K ? s1 : K) - 1, nblk = last / bc - b0 + 1;
-            for (unsigned r = 0; r < nr; r++) load_scales(w, g0[r] + b0, nblk, bs[r]);
-            qtk__blk_start(&bw, s0, bc);
-        }
-        size_t si = 0; /* split: first block of the chunk, relative to b0 */
-        for (size_t k = s0; k < s1; k += C, si += C / (split ? bc : C)) {
-            const size_t rem = K - k;
-            const bool tail = rem < C;
-            __m512i v[NR];
-            __m512 sc[NR], tb[NR];
-            if (kind == QTK__MMK_F32) {
-                for (unsigned r = 0; r < NR; r++) {
-                    sc[r] = tb[r] = _mm512_setzero_ps();
-                    v[r] = _mm512_setzero_si512();
+    if (kind == QTK__MMK_F32) {
+        for (size_t k = 0; k < kfull; k += C) fused_chunk(kind, MR, NR, false, false, row0 + k * 4, rb, xr, k, 0, sc, tb, acc);
+        if (kfull < K) fused_chunk(kind, MR, NR, true, false, row0 + kfull * 4, rb, xr, kfull, K - kfull, sc, tb, acc);
+    } else {
+        for (size_t s0 = 0; s0 < kp; s0 += QTK__MM_SEG) {
+            const size_t s1 = kp - s0 < QTK__MM_SEG ? kp : s0 + QTK__MM_SEG;
+            const size_t e1 = s1 < kfull ? s1 : kfull; /* whole chunks of this segment end here */
+            const size_t b0 = s0 / bc, nblk = ((s1 < K ? s1 : K) - 1) / bc - b0 + 1;
+            QTK_UNROLL
+            for (unsigned r = 0; r < NR; r++) load_scales(w, qtk__mmw_group0(w, n + r) + b0, nblk, bs + r * BS_LD);
+            size_t k = s0, bi = 0;
+            if (split) {
+                for (; k < e1; k += C, bi += kc->cb) {
+                    QTK_UNROLL
+                    for (unsigned r = 0; r < NR; r++)
+                        sc[r] = _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, bs + r * BS_LD + bi));
+                    fused_chunk(kind, MR, NR, false, false, row0 + k / per, rb, xr, k, 0, sc, tb, acc);
                 }
             } else {
-                size_t bi = split ? si : qtk__blk_at(&bw, k);
-                for (unsigned r = 0; r < NR; r++) {
-                    const float *b = bs[r < nr ? r : 0];
-                    sc[r] = split ? _mm512_permutexvar_ps(pat, _mm512_maskz_loadu_ps(bmask, b + bi)) : _mm512_set1_ps(b[bi]);
-                    /* one scale per chunk: scale the table, not every vector */
-                    tb[r] = is_table(kind) && !split ? _mm512_mul_ps(tab, sc[r]) : tab;
-                    unsigned nb = tail ? (unsigned)((rem + per - 1) / per) : 16u;
-                    v[r] = chunk_lanes(kind, chunk_bytes(row[r] + k / per, nb));
+                /* blocks of whole chunks (or one block past the row's end): scale once per block */
+                for (size_t next = (s0 / bc + 1) * bc; k < e1; bi++, next += bc) {
+                    QTK_UNROLL
+                    for (unsigned r = 0; r < NR; r++) {
+                        sc[r] = _mm512_set1_ps(bs[r * BS_LD + bi]);
+                        if (pre) tb[r] = _mm512_mul_ps(kc->tab, sc[r]);
+                    }
+                    const size_t e = next < e1 ? next : e1;
+                    for (; k < e; k += C) fused_chunk(kind, MR, NR, false, pre, row0 + k / per, rb, xr, k, 0, sc, tb, acc);
+                    if (k >= e1) break;
                 }
             }
-            for (unsigned j = 0; j < per; j++) {
-                __m512 wv[NR];
+            if (k < s1 && k < K) { /* the row's last, partial chunk */
+                bi = split ? bi : (k / bc) - b0;
+                QTK_UNROLL
                 for (unsigned r = 0; r < NR; r++) {
-                    if (kind == QTK__MMK_F32) {
-                        const float *src = (const float *)(const void *)row[r] + k;
-                        wv[r] = tail ? _mm512_maskz_loadu_ps(tail_mask(1, rem, 0), src) : _mm512_loadu_ps(src);
-                        continue;
-                    }
-                    wv[r] = chunk_vec(kind, v[r], j, tb[r]);
-                    if (!(is_table(kind) && !split)) wv[r] = _mm512_mul_ps(wv[r], sc[r]);
-                    /* padding fields past K may hold anything (even NaN codes): zero them */
-                    if (tail) wv[r] = _mm512_maskz_mov_ps(tail_mask(per, rem, j), wv[r]);
+                    const float *b = bs + r * BS_LD + bi;
+                    sc[r] = split ? _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, b)) : _mm512_set1_ps(*b);
+                    if (pre) tb[r] = _mm512_mul_ps(kc->tab, sc[r]);
                 }
-                for (unsigned i = 0; i < MR; i++) {
-                    __m512 xv = _mm512_loadu_ps(xr[i] + k + (size_t)j * L16);
-                    for (unsigned r = 0; r < NR; r++) acc[i][r] = _mm512_fmadd_ps(wv[r], xv, acc[i][r]);
-                }
+                fused_chunk(kind, MR, NR, true, pre, row0 + k / per, rb, xr, k, K - k, sc, tb, acc);
             }
         }
     }
+    QTK_UNROLL
     for (unsigned i = 0; i < MR; i++)
-        for (unsigned r = 0; r < nr; r++) {
+        QTK_UNROLL
+        for (unsigned r = 0; r < NR; r++) {
             float s = _mm512_reduce_add_ps(acc[i][r]);
             c->y[(m0 + i) * c->N + n + r] = c->bias ? s + c->bias[n + r] : s;
         }
 }
 
+/* Rows [n0, n1): tiles of 4 rows; a last partial tile moves back to end at n1 and
+ * recomputes a few rows (same bits), ranges under 4 rows go one row at a time. */
 QTK_AI void fused_range(const int kind, const qtk__mm *c, size_t n0, size_t n1) {
-    for (size_t n = n0; n < n1; n += NR) {
-        unsigned nr = n1 - n < NR ? (unsigned)(n1 - n) : NR;
+    consts kc;
+    consts_init(c, &kc);
+    const size_t M = c->M;
+    if (n1 - n0 < 4) {
+        for (size_t n = n0; n < n1; n++)
+            for (size_t m = 0; m < M; m++) fused_tile(kind, 1, 1, c, &kc, n, m);
+        return;
+    }
+    for (size_t n = n0; n < n1; n += 4) {
+        size_t t = n1 - n < 4 ? n1 - 4 : n;
         size_t m = 0;
-        for (; m + 4 <= c->M; m += 4) fused_tile(kind, 4, c, n, nr, m);
-        if (c->M - m >= 2) {
-            fused_tile(kind, 2, c, n, nr, m);
-            m += 2;
+        for (; m + 4 <= M; m += 4) {
+            fused_tile(kind, 4, 2, c, &kc, t, m);
+            fused_tile(kind, 4, 2, c, &kc, t + 2, m);
         }
-        if (m < c->M) fused_tile(kind, 1, c, n, nr, m);
+        for (; m + 2 <= M; m += 2) fused_tile(kind, 2, 4, c, &kc, t, m);
+        if (m < M) fused_tile(kind, 1, 4, c, &kc, t, m);
     }
 }
 
@@ -257,11 +264,13 @@ QTK_AI void interleave(unsigned per, __m512 *v, float *dst, unsigned nout) {
         o[2] = _mm512_permutex2var_ps(a1, q0, b1);
         o[3] = _mm512_permutex2var_ps(a1, q1, b1);
     }
+    QTK_UNROLL
     for (unsigned q = 0; q < nout; q++) _mm512_storeu_ps(dst + 16 * q, o[q]);
 }
 
 /* Row r, columns [c0, c0+nc) (c0 a multiple of the chunk, nc a multiple of 16) into dst. */
-QTK_AI void decode_row(const int kind, const qtk__mm *c, size_t r, size_t c0, size_t nc, bool chunked, float *dst) {
+QTK_AI void decode_row(const int kind, const qtk__mm *c, const consts *kc, size_t r, size_t c0, size_t nc, bool chunked,
+                       float *dst) {
     const qtk__mmw *w = &c->w;
     const unsigned per = per_of(kind), C = L16 * per;
     const size_t len = w->C, bc = w->bc;
@@ -275,10 +284,10 @@ QTK_AI void decode_row(const int kind, const qtk__mm *c, size_t r, size_t c0, si
         }
         return;
     }
-    const bool split = c->smode == QTK__SM_SPLIT;
-    const __m512i pat = split ? split_pattern(per, bc) : _mm512_setzero_si512();
-    const __mmask16 bmask = split ? (__mmask16)((1u << (C / bc)) - 1u) : 0;
-    const __m512 tab = _mm512_loadu_ps(w->table);
+    const bool split = kc->split;
+    const __m512i pat = kc->pat;
+    const __mmask16 bmask = kc->bmask;
+    const __m512 tab = kc->tab;
     const size_t end = c0 + nc < len ? c0 + nc : len; /* fields that exist */
     alignas(64) float bs[QTK__MM_KC / 16 + 32];
     size_t b0 = c0 / bc;
@@ -290,6 +299,7 @@ QTK_AI void decode_row(const int kind, const qtk__mm *c, size_t r, size_t c0, si
         unsigned nvec = (unsigned)((c0 + nc - k) / 16 < per ? (c0 + nc - k) / 16 : per);
         float *d = dst + (k - c0);
         if (k >= len) { /* padding chunk */
+            QTK_UNROLL
             for (unsigned q = 0; q < nvec; q++) _mm512_storeu_ps(d + 16 * q, _mm512_setzero_ps());
             continue;
         }
@@ -301,12 +311,14 @@ QTK_AI void decode_row(const int kind, const qtk__mm *c, size_t r, size_t c0, si
         unsigned nb = tail ? (unsigned)((rem + per - 1) / per) : 16u;
         __m512i v = chunk_lanes(kind, chunk_bytes(row + k / per, nb));
         __m512 out[4];
+        QTK_UNROLL
         for (unsigned j = 0; j < per; j++) {
             out[j] = chunk_vec(kind, v, j, tb);
             if (!(is_table(kind) && !split)) out[j] = _mm512_mul_ps(out[j], sc);
             if (tail) out[j] = _mm512_maskz_mov_ps(tail_mask(per, rem, j), out[j]);
         }
         if (per == 1 || chunked) {
+            QTK_UNROLL
             for (unsigned j = 0; j < nvec; j++) _mm512_storeu_ps(d + 16 * j, out[j]);
         } else {
             interleave(per, out, d, nvec);
@@ -317,7 +329,9 @@ QTK_AI void decode_row(const int kind, const qtk__mm *c, size_t r, size_t c0, si
 #define DECODE(name, kind)                                                                                             \
     static void name(const qtk__mm *c, size_t r0, size_t nr, size_t c0, size_t nc, bool chunked, float *dst,          \
                      size_t ld) {                                                                                      \
-        for (size_t i = 0; i < nr; i++) decode_row(kind, c, r0 + i, c0, nc, chunked, dst + i * ld);                    \
+        consts kc;                                                                                                     \
+        consts_init(c, &kc);                                                                                           \
+        for (size_t i = 0; i < nr; i++) decode_row(kind, c, &kc, r0 + i, c0, nc, chunked, dst + i * ld);               \
     }
 DECODE(decode_f32, QTK__MMK_F32)
 DECODE(decode_i8, QTK__MMK_I8)
@@ -347,20 +361,28 @@ static void decode(const qtk__mm *c, size_t r0, size_t nr, size_t c0, size_t nc,
 QTK_AI void ukr_t(const unsigned JV, size_t kc, const float *a, size_t lda, const float *b, size_t ldb, float *cc,
                   size_t ldc, unsigned ir, bool acc) {
     const float *ap[IR];
+    QTK_UNROLL
     for (unsigned i = 0; i < IR; i++) ap[i] = a + (i < ir ? i : 0) * lda;
     __m512 c[IR][4];
+    QTK_UNROLL
     for (unsigned i = 0; i < IR; i++)
+        QTK_UNROLL
         for (unsigned v = 0; v < JV; v++)
             c[i][v] = acc && i < ir ? _mm512_loadu_ps(cc + i * ldc + 16 * v) : _mm512_setzero_ps();
     for (size_t k = 0; k < kc; k++) {
         __m512 bv[4];
+        QTK_UNROLL
         for (unsigned v = 0; v < JV; v++) bv[v] = _mm512_loadu_ps(b + k * ldb + 16 * v);
+        QTK_UNROLL
         for (unsigned i = 0; i < IR; i++) {
             __m512 av = _mm512_set1_ps(ap[i][k]);
+            QTK_UNROLL
             for (unsigned v = 0; v < JV; v++) c[i][v] = _mm512_fmadd_ps(av, bv[v], c[i][v]);
         }
     }
+    QTK_UNROLL
     for (unsigned i = 0; i < ir; i++)
+        QTK_UNROLL
         for (unsigned v = 0; v < JV; v++) _mm512_storeu_ps(cc + i * ldc + 16 * v, c[i][v]);
 }
 
@@ -383,6 +405,6 @@ const qtk__mm_isa qtk__mm_isa_avx512 = {
     .nk_fused = nk_fused,
     .decode = decode,
     .ukr = ukr,
-    .int_prepare = qtk__mm_int_prepare_ref, /* portable integer kernel until the SIMD one lands */
-    .nk_int = qtk__mm_int_ref_range,
+    .int_prepare = qtk__mm_int_prepare_avx512,
+    .nk_int = qtk__mm_int_avx512,
 };

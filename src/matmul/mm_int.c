@@ -92,3 +92,24 @@ void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
         }
     }
 }
+
+void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L, int offset,
+                        int8_t *dst, float *xs, int32_t *xc, size_t kq) {
+    const size_t CH = (size_t)per * L, lanes = L / 4;
+    for (size_t st = 0; st * CH < kq; st++) {
+        const size_t f0 = st * CH;
+        for (unsigned j = 0; j < per; j++)
+            for (unsigned i = 0; i < L; i++) {
+                size_t f = f0 + (size_t)per * i + j;
+                dst[f0 + (size_t)j * L + i] = f < k ? q[f] : 0;
+            }
+        for (size_t l = 0; l < lanes; l++) {
+            size_t f = f0 + 4 * per * l; /* the lane's first field; its 4*per fields share a block */
+            xs[st * lanes + l] = f < k ? s[f / bx] : 0.0f;
+            if (!xc) continue;
+            int32_t sum = 0;
+            for (size_t e = f; e < f + 4 * per && e < k; e++) sum += q[e];
+            xc[st * lanes + l] = -offset * sum;
+        }
+    }
+}

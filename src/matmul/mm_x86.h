@@ -10,6 +10,14 @@
 
 #define QTK_AI static inline __attribute__((always_inline))
 
+/* Full unrolling of the small constant loops over rows and vectors, so that their arrays of
+ * registers stay registers (GCC's own limit leaves big bodies rolled, and spills them). */
+#if defined(__clang__)
+#  define QTK_UNROLL _Pragma("clang loop unroll(full)")
+#else
+#  define QTK_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 /* Segment of a row whose scales are converted at once by the fused kernels (fields). */
 #define QTK__MM_SEG 1024u
 
