@@ -19,6 +19,9 @@
 
 #define L16 16u
 
+/* qtk__mmw_group0 without a division in the common case of blocks one row tall. */
+static inline size_t group0_fast(const qtk__mmw *w, size_t r) { return (w->br == 1 ? r : r / w->br) * w->gc; }
+
 /* ---- chunks ---- */
 
 QTK_AI unsigned per_of(const int kind) { return kind == QTK__MMK_T4 ? 2u : kind == QTK__MMK_T2 ? 4u : 1u; }
@@ -75,7 +78,8 @@ static void consts_init(const qtk__mm *c, consts *k) {
     k->split = c->smode == QTK__SM_SPLIT;
     k->cb = k->split ? C / bc : 0;
     alignas(64) int32_t idx[16];
-    for (unsigned l = 0; l < 16; l++) idx[l] = k->split ? (int32_t)((per * l) / bc) : 0;
+    const unsigned sh = bc == 16 ? 4u : 5u; /* split blocks are 16 or 32 long: shifts, not divisions */
+    for (unsigned l = 0; l < 16; l++) idx[l] = k->split ? (int32_t)((per * l) >> sh) : 0;
     k->pat = _mm512_load_si512(idx);
     k->bmask = k->split ? (__mmask16)((1u << k->cb) - 1u) : 0;
     k->tab = _mm512_loadu_ps(c->w.table);
@@ -151,7 +155,7 @@ QTK_AI void fused_tile(const int kind, const unsigned MR, const unsigned NR, con
             const size_t e1 = s1 < kfull ? s1 : kfull; /* whole chunks of this segment end here */
             const size_t b0 = s0 / bc, nblk = ((s1 < K ? s1 : K) - 1) / bc - b0 + 1;
             QTK_UNROLL
-            for (unsigned r = 0; r < NR; r++) load_scales(w, qtk__mmw_group0(w, n + r) + b0, nblk, bs + r * BS_LD);
+            for (unsigned r = 0; r < NR; r++) load_scales(w, group0_fast(w, n + r) + b0, nblk, bs + r * BS_LD);
             size_t k = s0, bi = 0;
             if (split) {
                 for (; k < e1; k += C, bi += kc->cb) {
@@ -268,9 +272,33 @@ QTK_AI void interleave(unsigned per, __m512 *v, float *dst, unsigned nout) {
     for (unsigned q = 0; q < nout; q++) _mm512_storeu_ps(dst + 16 * q, o[q]);
 }
 
-/* Row r, columns [c0, c0+nc) (c0 a multiple of the chunk, nc a multiple of 16) into dst. */
+/* One chunk of a row into d: nvec vectors of 16, scaled, in chunk or natural order. In the
+ * row's last chunk (tail) only the row's bytes are read and fields past it are zeroed. */
+QTK_AI void decode_chunk(const int kind, const bool tail, bool chunked, const uint8_t *src, size_t rem, __m512 sc,
+                         __m512 tb, bool pre, float *d, unsigned nvec) {
+    const unsigned per = per_of(kind);
+    unsigned nb = tail ? (unsigned)((rem + per - 1) / per) : 16u;
+    __m512i v = chunk_lanes(kind, chunk_bytes(src, nb));
+    __m512 out[4];
+    QTK_UNROLL
+    for (unsigned j = 0; j < per; j++) {
+        out[j] = chunk_vec(kind, v, j, tb);
+        if (!pre) out[j] = _mm512_mul_ps(out[j], sc);
+        if (tail) out[j] = _mm512_maskz_mov_ps(tail_mask(per, rem, j), out[j]);
+    }
+    if (per == 1 || chunked) {
+        QTK_UNROLL
+        for (unsigned j = 0; j < per; j++)
+            if (j < nvec) _mm512_storeu_ps(d + 16 * j, out[j]);
+    } else {
+        interleave(per, out, d, nvec);
+    }
+}
+
+/* Row r, columns [c0, c0+nc) (c0 a multiple of the chunk, nc a multiple of 16) into dst.
+ * b0: first scale block of the columns, nblk: blocks up to the last existing column. */
 QTK_AI void decode_row(const int kind, const qtk__mm *c, const consts *kc, size_t r, size_t c0, size_t nc, bool chunked,
-                       float *dst) {
+                       size_t b0, size_t nblk, float *dst) {
     const qtk__mmw *w = &c->w;
     const unsigned per = per_of(kind), C = L16 * per;
     const size_t len = w->C, bc = w->bc;
@@ -284,45 +312,51 @@ QTK_AI void decode_row(const int kind, const qtk__mm *c, const consts *kc, size_
         }
         return;
     }
-    const bool split = kc->split;
-    const __m512i pat = kc->pat;
-    const __mmask16 bmask = kc->bmask;
-    const __m512 tab = kc->tab;
-    const size_t end = c0 + nc < len ? c0 + nc : len; /* fields that exist */
+    const bool split = kc->split, pre = is_table(kind) && !split;
     alignas(64) float bs[QTK__MM_KC / 16 + 32];
-    size_t b0 = c0 / bc;
-    if (end > c0) load_scales(w, qtk__mmw_group0(w, r) + b0, (end - 1) / bc - b0 + 1, bs);
-    qtk__blk_walk bw;
-    qtk__blk_start(&bw, c0, bc);
-    size_t si = 0;
-    for (size_t k = c0; k < c0 + nc; k += C, si += C / (split ? bc : C)) {
-        unsigned nvec = (unsigned)((c0 + nc - k) / 16 < per ? (c0 + nc - k) / 16 : per);
-        float *d = dst + (k - c0);
-        if (k >= len) { /* padding chunk */
-            QTK_UNROLL
-            for (unsigned q = 0; q < nvec; q++) _mm512_storeu_ps(d + 16 * q, _mm512_setzero_ps());
-            continue;
+    if (nblk) load_scales(w, group0_fast(w, r) + b0, nblk, bs);
+    const size_t cend = c0 + nc, have = cend < len ? cend : len;
+    const size_t kfull = have > c0 ? c0 + (have - c0) / C * C : c0; /* chunks wholly inside the row */
+    size_t k = c0, bi = 0;
+    __m512 sc, tb = kc->tab;
+    if (split) {
+        for (; k < kfull; k += C, bi += kc->cb) {
+            sc = _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, bs + bi));
+            decode_chunk(kind, false, chunked, row + k / per, 0, sc, tb, false, dst + (k - c0), per);
         }
-        const size_t rem = len - k;
-        const bool tail = rem < C;
-        size_t bi = split ? si : qtk__blk_at(&bw, k);
-        __m512 sc = split ? _mm512_permutexvar_ps(pat, _mm512_maskz_loadu_ps(bmask, bs + bi)) : _mm512_set1_ps(bs[bi]);
-        __m512 tb = is_table(kind) && !split ? _mm512_mul_ps(tab, sc) : tab;
-        unsigned nb = tail ? (unsigned)((rem + per - 1) / per) : 16u;
-        __m512i v = chunk_lanes(kind, chunk_bytes(row + k / per, nb));
-        __m512 out[4];
-        QTK_UNROLL
-        for (unsigned j = 0; j < per; j++) {
-            out[j] = chunk_vec(kind, v, j, tb);
-            if (!(is_table(kind) && !split)) out[j] = _mm512_mul_ps(out[j], sc);
-            if (tail) out[j] = _mm512_maskz_mov_ps(tail_mask(per, rem, j), out[j]);
+    } else {
+        /* blocks of whole chunks (or one block past the row's end): scale once per block */
+        for (size_t next = (b0 + 1) * bc; k < kfull; bi++, next += bc) {
+            sc = _mm512_set1_ps(bs[bi]);
+            if (pre) tb = _mm512_mul_ps(kc->tab, sc);
+            const size_t e = next < kfull ? next : kfull;
+            for (; k < e; k += C) decode_chunk(kind, false, chunked, row + k / per, 0, sc, tb, pre, dst + (k - c0), per);
         }
-        if (per == 1 || chunked) {
-            QTK_UNROLL
-            for (unsigned j = 0; j < nvec; j++) _mm512_storeu_ps(d + 16 * j, out[j]);
-        } else {
-            interleave(per, out, d, nvec);
-        }
+    }
+    if (k < have) { /* the row's last, partial chunk */
+        bi = split ? bi : k / bc - b0;
+        sc = split ? _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, bs + bi)) : _mm512_set1_ps(bs[bi]);
+        if (pre) tb = _mm512_mul_ps(kc->tab, sc);
+        unsigned nvec = (unsigned)((cend - k) / 16 < per ? (cend - k) / 16 : per);
+        decode_chunk(kind, true, chunked, row + k / per, len - k, sc, tb, pre, dst + (k - c0), nvec);
+        k += C;
+    }
+    for (; k < cend; k += 16) _mm512_storeu_ps(dst + (k - c0), _mm512_setzero_ps()); /* padding */
+}
+
+/* Fetches the values and scales of row r, columns [c0, c0+nc), towards L2: the nk driver
+ * walks W a column slab at a time, which the hardware prefetchers do not follow. Always
+ * inlined: GCC deems an out-of-line function holding only prefetches free of effects and
+ * deletes its calls. */
+QTK_AI void prefetch_row(const qtk__mmw *w, size_t r, size_t c0, size_t nc) {
+    if (r >= w->R || c0 >= w->C) return;
+    size_t end = c0 + nc < w->C ? c0 + nc : w->C;
+    const uint8_t *p = w->vals + r * w->row_bytes;
+    size_t bpf = w->kind == QTK__MMK_F32 ? 4 : 1, per = w->per;
+    for (size_t o = c0 * bpf / per; o < (end * bpf + per - 1) / per; o += 64) _mm_prefetch((const char *)(p + o), _MM_HINT_T1);
+    if (w->kind != QTK__MMK_F32) {
+        const uint8_t *sp = w->sb + (group0_fast(w, r) + c0 / w->bc) * w->ssz;
+        _mm_prefetch((const char *)sp, _MM_HINT_T1);
     }
 }
 
@@ -331,7 +365,12 @@ QTK_AI void decode_row(const int kind, const qtk__mm *c, const consts *kc, size_
                      size_t ld) {                                                                                      \
         consts kc;                                                                                                     \
         consts_init(c, &kc);                                                                                           \
-        for (size_t i = 0; i < nr; i++) decode_row(kind, c, &kc, r0 + i, c0, nc, chunked, dst + i * ld);               \
+        const size_t bc = c->w.bc, end = c0 + nc < c->w.C ? c0 + nc : c->w.C;                                         \
+        const size_t b0 = c0 / bc, nblk = end > c0 ? (end - 1) / bc - b0 + 1 : 0;                                      \
+        for (size_t i = 0; i < nr; i++) {                                                                              \
+            if (c->layout == QTK_MM_NK) prefetch_row(&c->w, r0 + nr + i, c0, nc);                                      \
+            decode_row(kind, c, &kc, r0 + i, c0, nc, chunked, b0, nblk, dst + i * ld);                                 \
+        }                                                                                                              \
     }
 DECODE(decode_f32, QTK__MMK_F32)
 DECODE(decode_i8, QTK__MMK_I8)
