@@ -117,7 +117,7 @@ static void choose(qtk__mm *c, const qtk_matmul_options *o) {
         return;
     }
     c->path = QTK_MM_PATH_EXACT;
-    if (c->layout == QTK_MM_NK && isa->nk_fused) {
+    if ((c->layout == QTK_MM_NK && isa->nk_fused) || (c->layout == QTK_MM_KN && isa->kn_fused)) {
         c->fused = c->M <= isa->fused_max_m;
         if (hooks & QTK__MM_HOOK_NO_FUSED) c->fused = false;
         if (hooks & QTK__MM_HOOK_FUSED) c->fused = true;
@@ -135,7 +135,7 @@ static qtk_status prepare(qtk__mm *c) {
     default: break;
     }
     if (c->layout == QTK_MM_KN) {
-        c->ws_floats = qtk__mm_gemm_ws(c, c->N);
+        c->ws_floats = c->fused ? QTK__MM_KNF_WS : qtk__mm_gemm_ws(c, c->N);
         return QTK_OK;
     }
     /* nk: activations in the stream's chunk order (natural for the generic decoder) */
@@ -210,7 +210,7 @@ static qtk__mm_range_fn range_fn(const qtk__mm *c) {
     case QTK_MM_PATH_INTEGER: return c->isa->nk_int;
     default: break;
     }
-    if (c->layout == QTK_MM_KN) return qtk__mm_gemm_kn;
+    if (c->layout == QTK_MM_KN) return c->fused ? c->isa->kn_fused : qtk__mm_gemm_kn;
     return c->fused ? c->isa->nk_fused : qtk__mm_gemm_nk;
 }
 

@@ -114,6 +114,8 @@ typedef struct qtk__mm_isa {
     size_t fused_max_m; /* nk exact: M up to this runs the fused kernel */
     /* nk exact, streamed, small M */
     qtk__mm_range_fn nk_fused;
+    /* kn exact, streamed, small M (ws: qtk__mm_knf_ws floats) */
+    qtk__mm_range_fn kn_fused;
     /* Decodes tensor rows [r0, r0+nr), columns [c0, c0+nc) into dst (row stride ld),
      * scaled, in chunk order (chunked) or natural order. Columns at or beyond C decode
      * to 0 (chunked tiles may run past C up to the chunk boundary). */
@@ -179,9 +181,12 @@ QTK_INTERNAL void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, 
 
 #define QTK__MM_KC 256u   /* k per tile (a multiple of every chunk) */
 #define QTK__MM_NB 384u   /* nk: output rows per pass over the activations */
-#define QTK__MM_NC 64u    /* kn: output columns per panel */
+#define QTK__MM_NC 256u   /* kn: output columns per panel */
 QTK_INTERNAL void qtk__mm_gemm_nk(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 QTK_INTERNAL void qtk__mm_gemm_kn(const qtk__mm *c, size_t n0, size_t n1, float *ws);
+/* kn fused kernels: columns of y accumulated at once (per row of x), and their scratch. */
+#define QTK__MM_KNF_COLS 1024u
+#define QTK__MM_KNF_WS (2u * QTK__MM_KNF_COLS)
 /* Scratch floats the drivers need per thread for a range of up to n_range outputs. */
 QTK_INTERNAL size_t qtk__mm_gemm_ws(const qtk__mm *c, size_t n_range);
 

@@ -428,6 +428,7 @@ const qtk__mm_isa qtk__mm_isa_avx2 = {
     .jr = 16,
     .fused_max_m = 8,
     .nk_fused = nk_fused,
+    .kn_fused = NULL,
     .decode = decode,
     .ukr = ukr,
     .int_prepare = qtk__mm_int_prepare_avx2,

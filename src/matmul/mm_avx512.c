@@ -245,6 +245,137 @@ static void nk_fused(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     }
 }
 
+/* ---- kn fused: y[m][n] for small M, W [K, N] streamed along N ---- */
+
+/* Columns [c0, c0+nn) of y for rows m0..m0+MR-1 of x (c0 a multiple of the chunk): every
+ * group of KG weight rows k is decoded once and added into accumulators acc[m] that hold
+ * the columns in chunk order (L1-resident); the rows are read sequentially. */
+QTK_AI void knf_block(const int kind, const unsigned MR, const qtk__mm *c, const consts *kc, size_t c0, size_t nn,
+                      size_t m0, float *acc) {
+    const qtk__mmw *w = &c->w;
+    const unsigned per = per_of(kind), C = L16 * per;
+    const size_t K = c->K, N = c->N, bc = w->bc, np = qtk__ceil_div(nn, C) * C;
+    const size_t have = c0 + nn, kfull = c0 + nn / C * C; /* nn < C only at N's end */
+    const bool split = kc->split, pre = is_table(kind) && !split;
+    for (size_t i = 0; i < MR * np; i++) acc[i] = 0.0f;
+    const size_t b0 = c0 / bc, nblk = kind == QTK__MMK_F32 ? 0 : (have - 1) / bc - b0 + 1;
+    alignas(64) float bs[4][QTK__MM_KNF_COLS / 16 + 32];
+    for (size_t k = 0; k < K; k += 4) {
+        const unsigned kg = K - k < 4 ? (unsigned)(K - k) : 4u;
+        __m512 xb[2][4];
+        QTK_UNROLL
+        for (unsigned i = 0; i < MR; i++)
+            QTK_UNROLL
+            for (unsigned r = 0; r < 4; r++) xb[i][r] = _mm512_set1_ps(r < kg ? c->x[(m0 + i) * K + k + r] : 0.0f);
+        const uint8_t *row[4];
+        QTK_UNROLL
+        for (unsigned r = 0; r < 4; r++) {
+            size_t rr = k + (r < kg ? r : 0); /* missing rows repeat the first, times x = 0 */
+            row[r] = w->vals + rr * w->row_bytes;
+            if (nblk) load_scales(w, group0_fast(w, rr) + b0, nblk, bs[r]);
+        }
+        __m512 sc[4], tb[4];
+        QTK_UNROLL
+        for (unsigned r = 0; r < 4; r++) sc[r] = tb[r] = kc->tab;
+        size_t bi = 0, next = (b0 + 1) * bc;
+        for (size_t cc = c0; cc < have; cc += C) {
+            const bool tail = cc >= kfull;
+            const size_t rem = N - cc;
+            if (kind != QTK__MMK_F32) {
+                if (split) {
+                    QTK_UNROLL
+                    for (unsigned r = 0; r < 4; r++) sc[r] = _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, bs[r] + bi));
+                    bi += kc->cb;
+                } else if (cc == c0 || cc >= next) {
+                    while (cc >= next) { /* whole chunks per block here */
+                        bi++;
+                        next += bc;
+                    }
+                    QTK_UNROLL
+                    for (unsigned r = 0; r < 4; r++) {
+                        sc[r] = _mm512_set1_ps(bs[r][bi]);
+                        tb[r] = pre ? _mm512_mul_ps(kc->tab, sc[r]) : kc->tab;
+                    }
+                }
+                if (split)
+                    QTK_UNROLL
+                    for (unsigned r = 0; r < 4; r++) tb[r] = kc->tab;
+            }
+            __m512i v[4];
+            if (kind != QTK__MMK_F32) {
+                unsigned nb = tail ? (unsigned)((rem + per - 1) / per) : 16u;
+                QTK_UNROLL
+                for (unsigned r = 0; r < 4; r++) v[r] = chunk_lanes(kind, chunk_bytes(row[r] + cc / per, nb));
+            }
+            float *a = acc + (cc - c0);
+            QTK_UNROLL
+            for (unsigned j = 0; j < per; j++) {
+                __m512 wv[4];
+                QTK_UNROLL
+                for (unsigned r = 0; r < 4; r++) {
+                    if (kind == QTK__MMK_F32) {
+                        const float *src = (const float *)(const void *)row[r] + cc;
+                        wv[r] = tail ? _mm512_maskz_loadu_ps(tail_mask(1, rem, 0), src) : _mm512_loadu_ps(src);
+                        continue;
+                    }
+                    wv[r] = chunk_vec(kind, v[r], j, tb[r]);
+                    if (!pre) wv[r] = _mm512_mul_ps(wv[r], sc[r]);
+                    if (tail) wv[r] = _mm512_maskz_mov_ps(tail_mask(per, rem, j), wv[r]);
+                }
+                QTK_UNROLL
+                for (unsigned i = 0; i < MR; i++) {
+                    float *ap = a + i * np + 16 * j;
+                    __m512 s = _mm512_loadu_ps(ap);
+                    QTK_UNROLL
+                    for (unsigned r = 0; r < 4; r++) s = _mm512_fmadd_ps(wv[r], xb[i][r], s);
+                    _mm512_storeu_ps(ap, s);
+                }
+            }
+        }
+    }
+    /* back to natural order, plus bias */
+    for (unsigned i = 0; i < MR; i++)
+        for (size_t p = 0; p < np; p++) {
+            size_t ci = p / C, j = (p % C) / 16, l = p % 16, col = ci * C + per * l + j;
+            if (col >= nn) continue;
+            float s = acc[i * np + p];
+            c->y[(m0 + i) * N + c0 + col] = c->bias ? s + c->bias[c0 + col] : s;
+        }
+}
+
+QTK_AI void knf_range(const int kind, const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+    consts kc;
+    consts_init(c, &kc);
+    for (size_t c0 = n0; c0 < n1; c0 += QTK__MM_KNF_COLS) {
+        size_t nn = n1 - c0 < QTK__MM_KNF_COLS ? n1 - c0 : QTK__MM_KNF_COLS, m = 0;
+        for (; m + 2 <= c->M; m += 2) knf_block(kind, 2, c, &kc, c0, nn, m, ws);
+        if (m < c->M) knf_block(kind, 1, c, &kc, c0, nn, m, ws);
+    }
+}
+
+#define KNF(name, kind)                                                                                                \
+    static void name(const qtk__mm *c, size_t n0, size_t n1, float *ws) { knf_range(kind, c, n0, n1, ws); }
+KNF(knf_f32, QTK__MMK_F32)
+KNF(knf_i8, QTK__MMK_I8)
+KNF(knf_t8, QTK__MMK_T8)
+KNF(knf_e4m3, QTK__MMK_E4M3)
+KNF(knf_e5m2, QTK__MMK_E5M2)
+KNF(knf_t4, QTK__MMK_T4)
+KNF(knf_t2, QTK__MMK_T2)
+
+static void kn_fused(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+    switch (c->w.kind) {
+    case QTK__MMK_F32: knf_f32(c, n0, n1, ws); break;
+    case QTK__MMK_I8: knf_i8(c, n0, n1, ws); break;
+    case QTK__MMK_T8: knf_t8(c, n0, n1, ws); break;
+    case QTK__MMK_E4M3: knf_e4m3(c, n0, n1, ws); break;
+    case QTK__MMK_E5M2: knf_e5m2(c, n0, n1, ws); break;
+    case QTK__MMK_T4: knf_t4(c, n0, n1, ws); break;
+    case QTK__MMK_T2: knf_t2(c, n0, n1, ws); break;
+    default: break;
+    }
+}
+
 /* ---- tiles for the drivers ---- */
 
 /* Natural order from the per vectors of a chunk (per = 2 or 4), 16 fields per output. */
@@ -442,6 +573,7 @@ const qtk__mm_isa qtk__mm_isa_avx512 = {
     .jr = 64,
     .fused_max_m = 8,
     .nk_fused = nk_fused,
+    .kn_fused = kn_fused,
     .decode = decode,
     .ukr = ukr,
     .int_prepare = qtk__mm_int_prepare_avx512,

@@ -91,6 +91,7 @@ const qtk__mm_isa qtk__mm_isa_ref = {
     .jr = 1,
     .fused_max_m = 0,
     .nk_fused = NULL,
+    .kn_fused = NULL,
     .decode = NULL,
     .ukr = NULL,
     .int_prepare = qtk__mm_int_prepare_ref,
