@@ -42,8 +42,10 @@ QTK_AI __m512i chunk_lanes(const int kind, __m128i b) {
 }
 
 /* Vector j of a chunk, unscaled (tab: the value table, possibly pre-scaled). For F32 the
- * caller loads the values itself. */
-QTK_AI __m512 chunk_vec(const int kind, __m512i v, unsigned j, __m512 tab) {
+ * caller loads the values itself. raw (e4m3 only): the value / 256 and no NaN check, for
+ * segments whose scales carry the 256 and whose codes hold no NaN (fused_tile). */
+QTK_AI __m512 chunk_vec_raw(const int kind, __m512i v, unsigned j, __m512 tab, bool raw) {
+    if (kind == QTK__MMK_E4M3 && raw) return _mm512_cvtph_ps(e4m3_to_h(_mm512_castsi512_si128(v)));
     switch (kind) {
     case QTK__MMK_I8: return _mm512_cvtepi32_ps(_mm512_cvtepi8_epi32(_mm512_castsi512_si128(v)));
     case QTK__MMK_E5M2: /* e5m2 is the top byte of an f16 */
@@ -54,6 +56,7 @@ QTK_AI __m512 chunk_vec(const int kind, __m512i v, unsigned j, __m512 tab) {
     default: return _mm512_permutexvar_ps(v, tab); /* T8 */
     }
 }
+QTK_AI __m512 chunk_vec(const int kind, __m512i v, unsigned j, __m512 tab) { return chunk_vec_raw(kind, v, j, tab, false); }
 
 /* Lanes of vector j that hold fields below rem (rem < chunk: a row's last chunk). */
 QTK_AI __mmask16 tail_mask(unsigned per, size_t rem, unsigned j) {
@@ -92,8 +95,8 @@ static void consts_init(const qtk__mm *c, consts *k) {
  * row's last chunk (tail), only the bytes the row has are read and lanes past K are zeroed:
  * padding fields may hold anything, even NaN codes. */
 QTK_AI void fused_chunk(const int kind, const unsigned MR, const unsigned NR, const bool tail, const bool pre,
-                        const uint8_t *p, size_t rb, const float *const *xr, size_t k, size_t rem, const __m512 *sc,
-                        const __m512 *tb, __m512 acc[4][4]) {
+                        const bool raw, const uint8_t *p, size_t rb, const float *const *xr, size_t k, size_t rem,
+                        const __m512 *sc, const __m512 *tb, __m512 acc[4][4]) {
     const unsigned per = per_of(kind);
     __m512i v[4];
     if (kind != QTK__MMK_F32) {
@@ -111,7 +114,7 @@ QTK_AI void fused_chunk(const int kind, const unsigned MR, const unsigned NR, co
                 wv[r] = tail ? _mm512_maskz_loadu_ps(tail_mask(1, rem, 0), src) : _mm512_loadu_ps(src);
                 continue;
             }
-            wv[r] = chunk_vec(kind, v[r], j, tb[r]);
+            wv[r] = chunk_vec_raw(kind, v[r], j, tb[r], raw);
             if (!pre) wv[r] = _mm512_mul_ps(wv[r], sc[r]);
             if (tail) wv[r] = _mm512_maskz_mov_ps(tail_mask(per, rem, j), wv[r]);
         }
@@ -124,6 +127,77 @@ QTK_AI void fused_chunk(const int kind, const unsigned MR, const unsigned NR, co
     }
 }
 
+/* Fields [s0, s1) of NR rows (row0, stride rb) with their converted scales bs. */
+QTK_AI void fused_segment(const int kind, const unsigned MR, const unsigned NR, const bool raw, const qtk__mm *c,
+                          const consts *kc, const uint8_t *row0, const float *const *xr, size_t s0, size_t s1,
+                          const float *bs, __m512 acc[4][4]) {
+    const unsigned per = per_of(kind), C = L16 * per;
+    const size_t K = c->K, bc = c->w.bc, rb = c->w.row_bytes, kfull = K / C * C;
+    const size_t e1 = s1 < kfull ? s1 : kfull; /* whole chunks of this segment end here */
+    const bool split = kc->split, pre = is_table(kind) && !split;
+    __m512 sc[4], tb[4];
+    QTK_UNROLL
+    for (unsigned r = 0; r < NR; r++) sc[r] = tb[r] = kc->tab;
+    size_t k = s0, bi = 0, b0 = s0 / bc;
+    if (split) {
+        for (; k < e1; k += C, bi += kc->cb) {
+            QTK_UNROLL
+            for (unsigned r = 0; r < NR; r++)
+                sc[r] = _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, bs + r * BS_LD + bi));
+            fused_chunk(kind, MR, NR, false, false, raw, row0 + k / per, rb, xr, k, 0, sc, tb, acc);
+        }
+    } else {
+        /* blocks of whole chunks (or one block past the row's end): scale once per block */
+        for (size_t next = (b0 + 1) * bc; k < e1; bi++, next += bc) {
+            QTK_UNROLL
+            for (unsigned r = 0; r < NR; r++) {
+                sc[r] = _mm512_set1_ps(bs[r * BS_LD + bi]);
+                if (pre) tb[r] = _mm512_mul_ps(kc->tab, sc[r]);
+            }
+            const size_t e = next < e1 ? next : e1;
+            for (; k < e; k += C) fused_chunk(kind, MR, NR, false, pre, raw, row0 + k / per, rb, xr, k, 0, sc, tb, acc);
+            if (k >= e1) break;
+        }
+    }
+    if (k < s1 && k < K) { /* the row's last, partial chunk */
+        bi = split ? bi : (k / bc) - b0;
+        QTK_UNROLL
+        for (unsigned r = 0; r < NR; r++) {
+            const float *b = bs + r * BS_LD + bi;
+            sc[r] = split ? _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, b)) : _mm512_set1_ps(*b);
+            if (pre) tb[r] = _mm512_mul_ps(kc->tab, sc[r]);
+        }
+        fused_chunk(kind, MR, NR, true, pre, raw, row0 + k / per, rb, xr, k, K - k, sc, tb, acc);
+    }
+}
+
+/* e4m3 segments without NaN codes whose scales times 256 stay finite (all of them, in
+ * practice) take the raw decode: the 256 moves into the scales (an exact power-of-two
+ * product, so every weight is still value x scale rounded once) and the per-vector NaN
+ * check becomes one scan of the segment's bytes. Multiplies bs by 256 when it says yes. */
+static inline bool e4m3_raw_ok(const qtk__mmw *w, const uint8_t *row0, size_t rb, unsigned nr, size_t s0, size_t s1,
+                               float *bs, size_t nblk) {
+    (void)w;
+    const __m512 lim = _mm512_set1_ps(0x1p119f);
+    for (unsigned r = 0; r < nr; r++)
+        for (size_t i = 0; i < nblk; i += 16) {
+            __mmask16 m = (__mmask16)(nblk - i >= 16 ? 0xffffu : (1u << (nblk - i)) - 1u);
+            __m512 v = _mm512_abs_ps(_mm512_maskz_loadu_ps(m, bs + r * BS_LD + i));
+            if (_mm512_mask_cmp_ps_mask(m, v, lim, _CMP_NLT_UQ)) return false; /* >= 2^119, or NaN */
+        }
+    const __m512i hi = _mm512_set1_epi8((char)0x80), ones = _mm512_set1_epi8((char)0xff);
+    for (unsigned r = 0; r < nr; r++)
+        for (size_t k = s0; k < s1; k += 64) {
+            __mmask64 m = s1 - k >= 64 ? ~(__mmask64)0 : (((__mmask64)1 << (s1 - k)) - 1);
+            __m512i b = _mm512_maskz_loadu_epi8(m, row0 + r * rb + k);
+            if (_mm512_mask_cmpeq_epi8_mask(m, _mm512_or_si512(b, hi), ones)) return false; /* S.1111.111 */
+        }
+    const __m512 k256 = _mm512_set1_ps(256.0f);
+    for (unsigned r = 0; r < nr; r++)
+        for (size_t i = 0; i < nblk; i += 16) _mm512_store_ps(bs + r * BS_LD + i, _mm512_mul_ps(_mm512_load_ps(bs + r * BS_LD + i), k256));
+    return true;
+}
+
 /* One tile: rows n..n+NR-1 of W times rows m0..m0+MR-1 of x. */
 QTK_AI void fused_tile(const int kind, const unsigned MR, const unsigned NR, const qtk__mm *c, const consts *kc,
                        size_t n, size_t m0) {
@@ -131,7 +205,7 @@ QTK_AI void fused_tile(const int kind, const unsigned MR, const unsigned NR, con
     const unsigned per = per_of(kind), C = L16 * per;
     const size_t K = c->K, kp = c->kp, bc = w->bc, rb = w->row_bytes;
     const size_t kfull = K / C * C; /* fields in whole chunks */
-    const bool split = kc->split, pre = is_table(kind) && !split;
+    (void)per;
     const uint8_t *row0 = w->vals + n * rb;
     const float *xr[4];
     QTK_UNROLL
@@ -142,51 +216,24 @@ QTK_AI void fused_tile(const int kind, const unsigned MR, const unsigned NR, con
         QTK_UNROLL
         for (unsigned r = 0; r < NR; r++) acc[i][r] = _mm512_setzero_ps();
     alignas(64) float bs[4 * BS_LD];
-    __m512 sc[4], tb[4];
-    QTK_UNROLL
-    for (unsigned r = 0; r < NR; r++) sc[r] = tb[r] = kc->tab;
-
     if (kind == QTK__MMK_F32) {
-        for (size_t k = 0; k < kfull; k += C) fused_chunk(kind, MR, NR, false, false, row0 + k * 4, rb, xr, k, 0, sc, tb, acc);
-        if (kfull < K) fused_chunk(kind, MR, NR, true, false, row0 + kfull * 4, rb, xr, kfull, K - kfull, sc, tb, acc);
+        __m512 none[4];
+        QTK_UNROLL
+        for (unsigned r = 0; r < NR; r++) none[r] = kc->tab;
+        for (size_t k = 0; k < kfull; k += C)
+            fused_chunk(kind, MR, NR, false, false, false, row0 + k * 4, rb, xr, k, 0, none, none, acc);
+        if (kfull < K)
+            fused_chunk(kind, MR, NR, true, false, false, row0 + kfull * 4, rb, xr, kfull, K - kfull, none, none, acc);
     } else {
         for (size_t s0 = 0; s0 < kp; s0 += QTK__MM_SEG) {
             const size_t s1 = kp - s0 < QTK__MM_SEG ? kp : s0 + QTK__MM_SEG;
-            const size_t e1 = s1 < kfull ? s1 : kfull; /* whole chunks of this segment end here */
             const size_t b0 = s0 / bc, nblk = ((s1 < K ? s1 : K) - 1) / bc - b0 + 1;
             QTK_UNROLL
             for (unsigned r = 0; r < NR; r++) load_scales(w, group0_fast(w, n + r) + b0, nblk, bs + r * BS_LD);
-            size_t k = s0, bi = 0;
-            if (split) {
-                for (; k < e1; k += C, bi += kc->cb) {
-                    QTK_UNROLL
-                    for (unsigned r = 0; r < NR; r++)
-                        sc[r] = _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, bs + r * BS_LD + bi));
-                    fused_chunk(kind, MR, NR, false, false, row0 + k / per, rb, xr, k, 0, sc, tb, acc);
-                }
-            } else {
-                /* blocks of whole chunks (or one block past the row's end): scale once per block */
-                for (size_t next = (s0 / bc + 1) * bc; k < e1; bi++, next += bc) {
-                    QTK_UNROLL
-                    for (unsigned r = 0; r < NR; r++) {
-                        sc[r] = _mm512_set1_ps(bs[r * BS_LD + bi]);
-                        if (pre) tb[r] = _mm512_mul_ps(kc->tab, sc[r]);
-                    }
-                    const size_t e = next < e1 ? next : e1;
-                    for (; k < e; k += C) fused_chunk(kind, MR, NR, false, pre, row0 + k / per, rb, xr, k, 0, sc, tb, acc);
-                    if (k >= e1) break;
-                }
-            }
-            if (k < s1 && k < K) { /* the row's last, partial chunk */
-                bi = split ? bi : (k / bc) - b0;
-                QTK_UNROLL
-                for (unsigned r = 0; r < NR; r++) {
-                    const float *b = bs + r * BS_LD + bi;
-                    sc[r] = split ? _mm512_permutexvar_ps(kc->pat, _mm512_maskz_loadu_ps(kc->bmask, b)) : _mm512_set1_ps(*b);
-                    if (pre) tb[r] = _mm512_mul_ps(kc->tab, sc[r]);
-                }
-                fused_chunk(kind, MR, NR, true, pre, row0 + k / per, rb, xr, k, K - k, sc, tb, acc);
-            }
+            if (kind == QTK__MMK_E4M3 && e4m3_raw_ok(w, row0, rb, NR, s0, s1 < K ? s1 : K, bs, nblk))
+                fused_segment(kind, MR, NR, true, c, kc, row0, xr, s0, s1, bs, acc);
+            else
+                fused_segment(kind, MR, NR, false, c, kc, row0, xr, s0, s1, bs, acc);
         }
     }
     QTK_UNROLL

@@ -47,9 +47,17 @@ void qtk__mm_gemm_nk(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
                 }
             }
         }
-        for (size_t n = nb0; n < nb1; n++) {
-            const float *ct = CT + (n - nb0) * mp;
-            for (size_t m = 0; m < M; m++) c->y[m * N + n] = c->bias ? ct[m] + c->bias[n] : ct[m];
+        /* y[m][n] = CT[n][m] + bias, 16 outputs n at a time so that y is written in runs
+         * (one float per row of y, N apart, touches a page per write) */
+        for (size_t g = nb0; g < nb1; g += 16) {
+            size_t ge = nb1 - g < 16 ? nb1 : g + 16;
+            for (size_t m = 0; m < M; m++) {
+                float *yr = c->y + m * N;
+                for (size_t n = g; n < ge; n++) {
+                    float v = CT[(n - nb0) * mp + m];
+                    yr[n] = c->bias ? v + c->bias[n] : v;
+                }
+            }
         }
     }
 }
