@@ -241,6 +241,7 @@ static const config CONFIGS[] = {
     {QTK_ISA_AVX512, QTK__MM_HOOK_NO_FUSED, 0},
     {QTK_ISA_AVX512, QTK__MM_HOOK_FUSED, 0},
     {QTK_ISA_AVX512, 0, QTK_CPU_AVX512VNNI},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_TERN, 0},
 };
 #define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
 
@@ -263,7 +264,8 @@ static void all_schemes_all_paths(void) {
                     qtk__mm_set_hooks(cf->hooks);
                     qtk__mm_set_feature_mask(cf->drop);
                     for (int prec = 0; prec < 2; prec++) {
-                        if (prec == 1 && cf->hooks) break; /* hooks steer the exact path only */
+                        if (prec == 1 && cf->hooks && cf->hooks != QTK__MM_HOOK_NO_TERN) break; /* exact-path hooks */
+                        if (prec == 0 && cf->hooks == QTK__MM_HOOK_NO_TERN) continue;
                         if (prec == 0 && cf->drop) continue; /* features matter to the integer path only */
                         qtk_mm_path path;
                         qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};

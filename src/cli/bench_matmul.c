@@ -21,7 +21,7 @@ static const char usage[] =
     "GEMV (M = 1) on the exact and the integer path, GEMM (M = 64) on one and on N threads.\n"
     "Baselines from the same run: clock (a chain of dependent adds), f32 FMA peak, memcpy\n"
     "rate at the size of the weights, f32 GEMV over the same matrix, the scalar reference.\n"
-    "Times are the best of R runs (default 7 for GEMV, 3 for GEMM).\n"
+    "Times are the best of R runs (default 15 for GEMV, 5 for GEMM).\n"
     "\n"
     "Columns: ms per product; W GB/s = bytes of the quantized weights (values, scales) per\n"
     "second; GFLOP/s = 2·M·N·K per second; cyc/32w = clock cycles per 32 weights (GEMV);\n"
@@ -281,8 +281,8 @@ int cli_bench_matmul(int argc, char **argv) {
     }
     machine mc = {0};
     mc.threads = 2;
-    mc.repeat_gemv = quick ? 2 : 7;
-    mc.repeat_gemm = quick ? 1 : 3;
+    mc.repeat_gemv = quick ? 2 : 15;
+    mc.repeat_gemm = quick ? 1 : 5;
     if (threads_s) {
         long v;
         if (!cli_parse_int(threads_s, 1, 256, &v)) return cli_usage_error(cmd, "--threads '%s' is not 1..256", threads_s);
@@ -300,8 +300,17 @@ int cli_bench_matmul(int argc, char **argv) {
     mc.mc_large = memcpy_rate(quick ? 64u << 20 : 512u << 20);
     printf("qtk bench --matmul: kernels %s, layout nk, best of %d (GEMV) / %d (GEMM)\n", qtk_isa_name(mc.isa),
            mc.repeat_gemv, mc.repeat_gemm);
-    printf("machine: %.2f GHz (measured), f32 FMA peak %.1f GFLOP/s per core (%s), memcpy %.1f GB/s (8 MiB), %.1f GB/s (%d MiB)\n\n",
+    printf("machine: %.2f GHz (measured), f32 FMA peak %.1f GFLOP/s per core (%s), memcpy %.1f GB/s (8 MiB), %.1f GB/s (%d MiB)\n",
            mc.ghz, mc.peak, qtk_isa_name(mc.isa), mc.mc_small / 1e9, mc.mc_large / 1e9, quick ? 64 : 512);
+    /* other work on the machine skews every figure: say how busy it was */
+    FILE *la = fopen("/proc/loadavg", "r");
+    char lbuf[64] = "";
+    if (la) {
+        if (!fgets(lbuf, sizeof lbuf, la)) lbuf[0] = '\0';
+        fclose(la);
+        lbuf[strcspn(lbuf, "\n")] = '\0';
+    }
+    printf("load average at start: %s\n\n", lbuf[0] ? lbuf : "unknown");
     printf("| shape     | scheme                 | bits  | path      |  M | T |        ms |  W GB/s | GFLOP/s | cyc/32w |  roof | x2thr |\n");
     printf("|-----------|------------------------|-------|-----------|----|---|-----------|---------|---------|---------|-------|-------|\n");
     static const size_t shapes[][2] = {{4096, 4096}, {11008, 4096}, {1024, 1024}};

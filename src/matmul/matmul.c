@@ -14,6 +14,7 @@
 static atomic_uint hooks_bits, feature_drop;
 
 void qtk__mm_set_hooks(unsigned hooks) { atomic_store(&hooks_bits, hooks); }
+unsigned qtk__mm_hooks(void) { return atomic_load(&hooks_bits); }
 void qtk__mm_set_feature_mask(unsigned drop) { atomic_store(&feature_drop, drop); }
 unsigned qtk__mm_features(void) { return qtk__cpu_features() & ~atomic_load(&feature_drop); }
 

@@ -192,9 +192,11 @@ QTK_INTERNAL size_t qtk__mm_gemm_ws(const qtk__mm *c, size_t n_range);
 
 /* ---- test hooks (tests only) ---- */
 
-enum { QTK__MM_HOOK_GENERIC = 1u, QTK__MM_HOOK_NO_FUSED = 2u, QTK__MM_HOOK_FUSED = 4u };
-/* Bits of QTK__MM_HOOK_*: force the generic decoder; never/always use the fused kernel. */
+enum { QTK__MM_HOOK_GENERIC = 1u, QTK__MM_HOOK_NO_FUSED = 2u, QTK__MM_HOOK_FUSED = 4u, QTK__MM_HOOK_NO_TERN = 8u };
+/* Bits of QTK__MM_HOOK_*: force the generic decoder; never/always use the fused kernel;
+ * 2-bit integer weights on the integer path with dot products instead of adds. */
 QTK_INTERNAL void qtk__mm_set_hooks(unsigned hooks);
+QTK_INTERNAL unsigned qtk__mm_hooks(void);
 /* Masks CPU feature bits (cpu.h) the matmul kernels may use (0 = no mask). */
 QTK_INTERNAL void qtk__mm_set_feature_mask(unsigned drop);
 QTK_INTERNAL unsigned qtk__mm_features(void);

@@ -75,7 +75,14 @@ qtk_status qtk__mm_int_prepare_avx512(qtk__mm *c) {
 }
 
 void qtk__mm_int_avx512(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
-    (void)ws;
+    /* 2-bit integer weights (ternary q2s above all), few rows of x: selection and addition
+     * only. With many rows the dot-product kernel is faster (vpsadbw sums 8 bytes per lane on
+     * one port; vpdpbusd does 64 multiply-adds per instruction). */
+    if (c->w.kind == QTK__MMK_T2 && !c->w.p->lookup && c->bx == 32 && c->M <= 8 &&
+        !(qtk__mm_hooks() & QTK__MM_HOOK_NO_TERN)) {
+        qtk__mm_tern_avx512(c, n0, n1, ws);
+        return;
+    }
     if (c->vnni && (qtk__mm_features() & QTK_CPU_AVX512VBMI)) int_range_vbmi(c, n0, n1);
     else if (c->vnni) int_range_vnni(c, n0, n1);
     else int_range_bw(c, n0, n1);

@@ -83,7 +83,16 @@ void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
             for (size_t b = 0; b < nb; b++) {
                 size_t k0 = b * bx, k1 = K - k0 < bx ? K : k0 + bx;
                 int32_t isum = 0;
-                for (size_t k = k0; k < k1; k++) isum += wint(w, row, k) * q[k];
+                if (w->kind == QTK__MMK_T2 && !w->p->lookup) {
+                    /* 2-bit integers, v = b0 - 2 b1: additions and subtractions only (BitNet) */
+                    for (size_t k = k0; k < k1; k++) {
+                        unsigned code = (row[k / 4] >> (2 * (k & 3))) & 3u;
+                        if (code & 1u) isum += q[k];
+                        if (code & 2u) isum -= 2 * q[k];
+                    }
+                } else {
+                    for (size_t k = k0; k < k1; k++) isum += wint(w, row, k) * q[k];
+                }
                 float d = ws[b] * s[b];
                 float prod = (float)isum * d;
                 acc = acc + prod;

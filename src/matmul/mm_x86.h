@@ -25,6 +25,8 @@
 #ifdef QTK_HAVE_AVX512
 QTK_INTERNAL qtk_status qtk__mm_int_prepare_avx512(qtk__mm *c);
 QTK_INTERNAL void qtk__mm_int_avx512(const qtk__mm *c, size_t n0, size_t n1, float *ws);
+/* 2-bit integer weights, multiply-free (mm_avx512_tern.c); activation blocks of 32. */
+QTK_INTERNAL void qtk__mm_tern_avx512(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 #endif
 #ifdef QTK_HAVE_AVX2
 QTK_INTERNAL qtk_status qtk__mm_int_prepare_avx2(qtk__mm *c);
