@@ -28,16 +28,19 @@
  *
  *   QTK_PRECISION_FAST. For integer-valued weights (q8f q8s q4f q4s q2f q2s, e2m1 whose
  *   values are halves of integers, and lookup tables of integers, such as iq4nl) in layout
- *   nk with fields packed along K: each row of x is quantized on the fly to int8 in blocks
- *   of B = 32 (16 when the weight blocks are 16 long): s_b = max|x| / 127,
- *   q = round(x / s_b), the way ggml pairs Q4_0 with Q8_0. Block dot products are exact
- *   integers; each is scaled once by (weight scale · s_b). The activation rounding adds
- *       |y - y*| <= Σ_b (s_b / 2) · Σ_{k in b} |w'_k| · (1 + 2^-8)  +  γ(K + 4) · (Σ_k |x_k w'_k| + |bias|)
- *   which is about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the output's scale
- *   typically. Schemes without an integer path (nf4, e4m3, e5m2, 8-bit tables, other
- *   layouts) run the exact path even when FAST is asked for: FAST only ever allows the
- *   integer path, it never trades accuracy silently. qtk_matmul_path() tells which path a
- *   call takes.
+ *   nk with fields packed along K, and M <= 8 (GEMV and small batches): each row of x is
+ *   quantized on the fly to int8 in blocks of B = 32 (16 when the weight blocks are 16
+ *   long): s_b = max|x| / 127, q = round(x / s_b), the way ggml pairs Q4_0 with Q8_0. Block
+ *   dot products are exact integers (2-bit weights: additions and subtractions only, as
+ *   BitNet b1.58 intends); each is scaled once by (weight scale · s_b). The activation
+ *   rounding adds
+ *       |y - y*| <= Σ_b (s_b / 2) · Σ_{k in b} |w'_k| · (1 + 2^-8)  +  γ(K + 4) · (Σ_k |x_k w'_k| + |bias| + 2 E_q)
+ *   (E_q the first term), about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the
+ *   output's scale typically. Everything else runs the exact path even when FAST is asked
+ *   for: schemes without an integer path (nf4, e4m3, e5m2, 8-bit tables, other layouts),
+ *   and M > 8, where the exact tiled kernel is faster than the integer one. FAST only ever
+ *   allows the integer path; it never trades accuracy silently. qtk_matmul_path() tells
+ *   which path a call takes.
  *
  * Threads split N; each output is computed by one thread in the same order whatever the
  * thread count. Results do not depend on the thread count.

@@ -231,7 +231,9 @@ typedef struct {
 } config;
 static const config CONFIGS[] = {
     {QTK_ISA_SCALAR, 0, 0},
+    {QTK_ISA_SCALAR, QTK__MM_HOOK_INT_ANY_M, 0},
     {QTK_ISA_AVX2, 0, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_INT_ANY_M, 0},
     {QTK_ISA_AVX2, QTK__MM_HOOK_GENERIC, 0},
     {QTK_ISA_AVX2, QTK__MM_HOOK_NO_FUSED, 0},
     {QTK_ISA_AVX2, QTK__MM_HOOK_FUSED, 0},
@@ -241,6 +243,8 @@ static const config CONFIGS[] = {
     {QTK_ISA_AVX512, QTK__MM_HOOK_NO_FUSED, 0},
     {QTK_ISA_AVX512, QTK__MM_HOOK_FUSED, 0},
     {QTK_ISA_AVX512, 0, QTK_CPU_AVX512VNNI},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, QTK_CPU_AVX512VNNI},
     {QTK_ISA_AVX512, QTK__MM_HOOK_NO_TERN, 0},
 };
 #define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
@@ -264,8 +268,9 @@ static void all_schemes_all_paths(void) {
                     qtk__mm_set_hooks(cf->hooks);
                     qtk__mm_set_feature_mask(cf->drop);
                     for (int prec = 0; prec < 2; prec++) {
-                        if (prec == 1 && cf->hooks && cf->hooks != QTK__MM_HOOK_NO_TERN) break; /* exact-path hooks */
-                        if (prec == 0 && cf->hooks == QTK__MM_HOOK_NO_TERN) continue;
+                        const unsigned int_hooks = QTK__MM_HOOK_NO_TERN | QTK__MM_HOOK_INT_ANY_M;
+                        if (prec == 1 && (cf->hooks & ~int_hooks)) break; /* exact-path hooks */
+                        if (prec == 0 && (cf->hooks & int_hooks)) continue;
                         if (prec == 0 && cf->drop) continue; /* features matter to the integer path only */
                         qtk_mm_path path;
                         qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};
@@ -308,6 +313,9 @@ static void integer_path_selection(void) {
         CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
         CHECK_MSG((path == QTK_MM_PATH_INTEGER) == cases[i].integer, "%s: fast path is %s", cases[i].spec,
                   qtk_mm_path_name(path));
+        /* many rows of x: the exact tiled kernel, faster there */
+        CHECK_OK(qtk_matmul_path(p.t, 64, &o, &path));
+        CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: fast at M = 64 is %s", cases[i].spec, qtk_mm_path_name(path));
         o.precision = QTK_PRECISION_EXACT;
         CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
         CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact path is integer", cases[i].spec);

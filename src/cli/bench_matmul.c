@@ -18,10 +18,12 @@ static const char usage[] =
     "Times y = x · Wᵀ with W [N, K] quantized (layout nk) on 4096x4096 and 11008x4096, plus\n"
     "1024x1024 (weights in L2: the kernels' compute cost), for q4f/q4s/q8s with blocks of 32,\n"
     "nvfp4, mxfp4, nf4, e4m3 with blocks of 32 and ternary q2s (BitNet: per-tensor absmean):\n"
-    "GEMV (M = 1) on the exact and the integer path, GEMM (M = 64) on one and on N threads.\n"
+    "GEMV (M = 1) on the exact and the integer path, GEMM (M = 64, which precision fast runs\n"
+    "on the exact path) on one and on N threads (default 2).\n"
     "Baselines from the same run: clock (a chain of dependent adds), f32 FMA peak, memcpy\n"
     "rate at the size of the weights, f32 GEMV over the same matrix, the scalar reference.\n"
-    "Times are the best of R runs (default 15 for GEMV, 5 for GEMM).\n"
+    "Times are the best of at least R runs (default 15 for GEMV, 5 for GEMM) spread over at\n"
+    "least 0.25 s (GEMV) / 0.4 s (GEMM), so that other work on the machine skews them less.\n"
     "\n"
     "Columns: ms per product; W GB/s = bytes of the quantized weights (values, scales) per\n"
     "second; GFLOP/s = 2·M·N·K per second; cyc/32w = clock cycles per 32 weights (GEMV);\n"
@@ -158,11 +160,13 @@ static void row(const char *shape, const char *scheme, double bpw, const char *p
     fflush(stdout);
 }
 
-/* Best time of `rep` calls. */
+/* Best time of at least `rep` calls spread over at least `min_s` seconds: on a machine
+ * others use, a short burst of runs can fall entirely in someone else's time slice. */
 static double time_matmul(const qtk_tensor *t, const float *w32, const float *x, size_t m, size_t k, float *y, size_t n,
                           const qtk_matmul_options *o, int rep, qtk_status *st) {
-    double best = 1e30;
-    for (int r = 0; r < rep; r++) {
+    double best = 1e30, start = now(), min_s = m == 1 ? 0.25 : 0.4;
+    if (rep == 1) min_s = 0; /* the scalar reference: once is enough */
+    for (int r = 0; r < rep || (now() - start < min_s && r < 5000); r++) {
         double t0 = now();
         *st = t ? qtk_matmul(t, x, QTK_DTYPE_F32, m, k, NULL, y, n, o) : qtk_matmul_f32(w32, x, QTK_DTYPE_F32, m, k, NULL, y, n, o);
         double dt = now() - t0;
@@ -225,9 +229,11 @@ static int bench_shape(const char *cmd, size_t N, size_t K, const machine *mc, b
             if (st) break;
             row(shape, label, bpw, qtk_mm_path_name(path), 1, 1, t, wb, N, K, mc, wb / t / mrate, 0);
             if (N * K > 2000000) { /* GEMM only on the large shapes */
+                st = qtk_matmul_path(tq, MB, &o, &path);
+                if (st) break;
+                if (prec == 1 && path != QTK_MM_PATH_INTEGER) continue; /* fast = exact here */
                 double t1 = time_matmul(tq, NULL, x, MB, K, y, N, &o, mc->repeat_gemm, &st);
                 if (st) break;
-                st = qtk_matmul_path(tq, MB, &o, &path);
                 row(shape, label, bpw, qtk_mm_path_name(path), MB, 1, t1, wb, N, K, mc,
                     mc->peak > 0 ? 2.0 * MB * (double)N * (double)K / t1 / 1e9 / mc->peak : 0, 0);
                 if (mc->threads > 1) {

@@ -100,6 +100,7 @@ static void choose(qtk__mm *c, const qtk_matmul_options *o) {
     unsigned hooks = atomic_load(&hooks_bits);
     const qtk__mm_isa *isa = active_isa();
     size_t bx = o->precision == QTK_PRECISION_FAST && c->w.p ? int_block(c) : 0;
+    if (c->M > QTK__MM_INT_MAX_M && !(hooks & QTK__MM_HOOK_INT_ANY_M)) bx = 0;
     c->isa = isa;
     c->fused = false;
     c->smode = QTK__SM_NONE;
