@@ -595,6 +595,76 @@ static void empty_shapes(void) {
     qtk_tensor_free(t);
 }
 
+/* An allocator that fails after a budget of allocations. */
+static int alloc_budget = -1;
+static void *fail_alloc(void *opaque, size_t n) {
+    (void)opaque;
+    if (alloc_budget == 0) return NULL;
+    if (alloc_budget > 0) alloc_budget--;
+    return malloc(n);
+}
+static void pass_free(void *opaque, void *p) {
+    (void)opaque;
+    free(p);
+}
+
+/* Every allocation of every path, failing one at a time: QTK_E_NOMEM, a message, no leak. */
+static void allocation_failure(void) {
+    struct {
+        const char *spec;
+        qtk_mm_layout lay;
+        size_t m;
+        qtk_precision prec;
+        qtk_dtype xdt;
+        unsigned hooks;
+        bool misaligned;
+    } cases[] = {
+        {"q4f,block=32:f16", QTK_MM_NK, 1, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, false},       /* fused */
+        {"q4f,block=32:f16", QTK_MM_NK, 20, QTK_PRECISION_EXACT, QTK_DTYPE_F16, 0, false},      /* tiled */
+        {"q4f,block=32:f16", QTK_MM_NK, 3, QTK_PRECISION_FAST, QTK_DTYPE_BF16, 0, true},        /* integer */
+        {"q2s", QTK_MM_NK, 2, QTK_PRECISION_FAST, QTK_DTYPE_F32, 0, false},                     /* ternary */
+        {"q4f,block=32:f16,store=u32:1", QTK_MM_NK, 2, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, false}, /* generic */
+        {"nvfp4", QTK_MM_KN, 2, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, false},                  /* kn fused */
+        {"nvfp4", QTK_MM_KN, 20, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, true},                  /* kn tiled */
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int isa = 0; isa < 3; isa++) {
+            if (qtk_set_isa(ISAS[isa]) != QTK_OK) continue;
+            problem p;
+            if (!problem_init(&p, cases[ci].spec, cases[ci].lay, cases[ci].m, 40, 96, true, 9)) continue;
+            uint16_t xh[20 * 96];
+            for (size_t i = 0; i < p.M * p.K; i++) xh[i] = (uint16_t)qtk_fmt_encode(cases[ci].xdt == QTK_DTYPE_F16 ? QTK_DTYPE_F16 : QTK_DTYPE_BF16, p.x[i]);
+            uint8_t *xb = malloc(p.M * p.K * 4 + 1), *yb = malloc(p.M * p.N * 4 + 1);
+            memcpy(xb + 1, p.x, p.M * p.K * 4);
+            const void *x = cases[ci].xdt != QTK_DTYPE_F32 ? (const void *)xh : cases[ci].misaligned ? (const void *)(xb + 1) : (const void *)p.x;
+            float *y = cases[ci].misaligned ? (float *)(void *)(yb + 1) : (float *)(void *)yb;
+            qtk_matmul_options o = {cases[ci].lay, cases[ci].prec, 2};
+            qtk_allocator a = {fail_alloc, pass_free, NULL};
+            qtk_set_allocator(&a);
+            int nomem = 0;
+            qtk_status st = QTK_E_NOMEM;
+            for (int budget = 0; budget < 40 && st != QTK_OK; budget++) {
+                alloc_budget = budget;
+                st = qtk_matmul(p.t, x, cases[ci].xdt, p.M, p.K, p.bias, y, p.N, &o);
+                if (st != QTK_OK) {
+                    CHECK_MSG(st == QTK_E_NOMEM, "%s budget %d: %s: %s", cases[ci].spec, budget, qtk_status_name(st),
+                              qtk_last_error());
+                    CHECK_MSG(strstr(qtk_last_error(), "out of memory") != NULL, "%s: message '%s'", cases[ci].spec,
+                              qtk_last_error());
+                    nomem++;
+                }
+            }
+            alloc_budget = -1;
+            qtk_set_allocator(NULL);
+            CHECK_MSG(st == QTK_OK && nomem >= 2, "%s isa %s: %d failures, then %s", cases[ci].spec,
+                      qtk_isa_name(ISAS[isa]), nomem, qtk_status_name(st));
+            free(xb);
+            free(yb);
+            problem_free(&p);
+        }
+    qtk_set_isa(QTK_ISA_AUTO);
+}
+
 static void errors(void) {
     qtk_scheme s;
     CHECK_OK(qtk_scheme_parse("q4f,block=32:f16", &s));
@@ -635,5 +705,5 @@ static void errors(void) {
     CHECK(strcmp(qtk_mm_path_name((qtk_mm_path)42), "?") == 0);
 }
 
-TEST_MAIN("matmul", T(errors), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
+TEST_MAIN("matmul", T(errors), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths))
