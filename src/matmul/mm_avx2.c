@@ -265,7 +265,8 @@ QTK_AI void interleave(unsigned per, const __m256 *v, float *dst, unsigned nout)
         o[2] = _mm256_permute2f128_ps(u0, u1, 0x31);
         o[3] = _mm256_permute2f128_ps(u2, u3, 0x31);
     }
-    for (unsigned q = 0; q < nout; q++) _mm256_storeu_ps(dst + 8 * q, o[q]);
+    for (unsigned q = 0; q < 4; q++)
+        if (q < nout) _mm256_storeu_ps(dst + 8 * q, o[q]);
 }
 
 /* One chunk into d: nvec vectors of 8, scaled, chunk or natural order. */
@@ -411,8 +412,9 @@ QTK_AI void ukr_t(const unsigned JV, size_t kc, const float *a, size_t lda, cons
             for (unsigned v = 0; v < JV; v++) c[i][v] = _mm256_fmadd_ps(av, bv[v], c[i][v]);
         }
     }
-    for (unsigned i = 0; i < ir; i++)
-        for (unsigned v = 0; v < JV; v++) _mm256_storeu_ps(cc + i * ldc + 8 * v, c[i][v]);
+    for (unsigned i = 0; i < IR; i++)
+        for (unsigned v = 0; v < JV; v++)
+            if (i < ir) _mm256_storeu_ps(cc + i * ldc + 8 * v, c[i][v]);
 }
 
 static void ukr(size_t kc, const float *a, size_t lda, const float *b, size_t ldb, float *cc, size_t ldc, unsigned ir,

@@ -447,7 +447,8 @@ QTK_AI void interleave(unsigned per, __m512 *v, float *dst, unsigned nout) {
         o[3] = _mm512_permutex2var_ps(a1, q1, b1);
     }
     QTK_UNROLL
-    for (unsigned q = 0; q < nout; q++) _mm512_storeu_ps(dst + 16 * q, o[q]);
+    for (unsigned q = 0; q < 4; q++) /* a constant trip count keeps o[] in registers */
+        if (q < nout) _mm512_storeu_ps(dst + 16 * q, o[q]);
 }
 
 /* One chunk of a row into d: nvec vectors of 16, scaled, in chunk or natural order. In the
@@ -598,9 +599,10 @@ QTK_AI void ukr_t(const unsigned JV, size_t kc, const float *a, size_t lda, cons
         }
     }
     QTK_UNROLL
-    for (unsigned i = 0; i < ir; i++)
+    for (unsigned i = 0; i < IR; i++)
         QTK_UNROLL
-        for (unsigned v = 0; v < JV; v++) _mm512_storeu_ps(cc + i * ldc + 16 * v, c[i][v]);
+        for (unsigned v = 0; v < JV; v++)
+            if (i < ir) _mm512_storeu_ps(cc + i * ldc + 16 * v, c[i][v]);
 }
 
 static void ukr(size_t kc, const float *a, size_t lda, const float *b, size_t ldb, float *cc, size_t ldc, unsigned ir,

@@ -13,7 +13,7 @@
 /* Full unrolling of the small constant loops over rows and vectors, so that their arrays of
  * registers stay registers (GCC's own limit leaves big bodies rolled, and spills them). */
 #if defined(__clang__)
-#  define QTK_UNROLL _Pragma("clang loop unroll(full)")
+#  define QTK_UNROLL _Pragma("clang loop unroll(enable)")
 #else
 #  define QTK_UNROLL _Pragma("GCC unroll 16")
 #endif
