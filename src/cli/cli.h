@@ -79,5 +79,8 @@ int cmd_inspect(int argc, char **argv);
 int cmd_convert(int argc, char **argv);
 int cmd_eval(int argc, char **argv);
 int cmd_synth(int argc, char **argv);
+int cmd_matmul(int argc, char **argv);
+/* The matmul benchmark (bench_matmul.c), to be run as 'qtk bench --matmul'. */
+int cli_bench_matmul(int argc, char **argv);
 
 #endif

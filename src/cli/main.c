@@ -19,6 +19,7 @@ static const command commands[] = {
     {"dequantize", cmd_dequantize, "dequantize a tensor's bytes to a .npy array"},
     {"scheme", cmd_scheme, "explain a spec string and its byte layout on a shape"},
     {"bench", cmd_bench, "time quantize/dequantize per scheme against memory baselines"},
+    {"matmul", cmd_matmul, "y = x · Wᵀ + b with W quantized under a scheme"},
 };
 
 static void usage(FILE *f) {

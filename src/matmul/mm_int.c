@@ -1,0 +1,124 @@
+/* mm_int.c — the integer path in portable C (precision fast), and the activation
+ * quantizer whose bits every ISA reproduces.
+ *
+ * Each row of x is cut into blocks of bx (32, or 16 when the weight blocks are 16 long) and
+ * quantized like ggml's Q8_0: s = max|x| / 127, q = round-half-even(x * (127 / max|x|)),
+ * |q| <= 127. For a block b of output (m, n):
+ *     isum = Σ_{k in b} ival(w_k) * q_k                 exact, in int32
+ *     d    = (effective weight scale * 2^-ishift) * s_b  (two f32 roundings)
+ *     acc  = acc + isum * d
+ * and y = acc + bias. The only approximation beyond f32 rounding is x ≈ s_b * q, which is
+ * off by at most s_b / 2 per element: the bound in qtk_matmul.h follows. */
+#include "mm.h"
+
+#include <math.h>
+
+static int8_t clamp_q(float r) {
+    r = nearbyintf(r);
+    return (int8_t)(r < -127.0f ? -127.0f : r > 127.0f ? 127.0f : r);
+}
+
+void qtk__mm_quantize_row(const float *x, size_t k, size_t bx, int8_t *q, float *s) {
+    for (size_t b0 = 0, b = 0; b0 < k; b0 += bx, b++) {
+        size_t e = k - b0 < bx ? k : b0 + bx;
+        float amax = 0.0f;
+        bool bad = false;
+        for (size_t i = b0; i < e; i++) {
+            float a = fabsf(x[i]);
+            if (!qtk__isfinite(a)) bad = true;
+            else if (a > amax) amax = a;
+        }
+        if (bad || amax == 0.0f) {
+            /* a non-finite activation makes its outputs NaN, as it would on the exact path */
+            s[b] = bad ? qtk__bits_f32(0x7fc00000u) : 0.0f;
+            memset(q + b0, 0, e - b0);
+            continue;
+        }
+        float sc = amax / 127.0f, inv = 127.0f / amax;
+        s[b] = sc;
+        if (qtk__isfinite(inv)) {
+            for (size_t i = b0; i < e; i++) q[i] = clamp_q(x[i] * inv);
+        } else { /* amax below 127 / FLT_MAX: divide instead */
+            for (size_t i = b0; i < e; i++) q[i] = clamp_q(x[i] / sc);
+        }
+    }
+}
+
+qtk_status qtk__mm_int_prepare_ref(qtk__mm *c) {
+    size_t nb = qtk__ceil_div(c->K, c->bx);
+    c->kq = c->K;
+    c->xs_ld = nb;
+    c->ws_floats = nb;
+    c->xq = qtk__malloc(c->M * c->K);
+    c->xs = qtk__malloc(c->M * nb * sizeof(float));
+    if (!c->xq || !c->xs) return qtk__err(QTK_E_NOMEM, "out of memory for the quantized activations");
+    for (size_t m = 0; m < c->M; m++)
+        qtk__mm_quantize_row(c->x + m * c->K, c->K, c->bx, c->xq + m * c->K, c->xs + m * nb);
+    return QTK_OK;
+}
+
+/* Integer value of field k of a stream row. */
+static inline int wint(const qtk__mmw *w, const uint8_t *row, size_t k) {
+    switch (w->kind) {
+    case QTK__MMK_I8: return (int8_t)row[k];
+    case QTK__MMK_T8: return w->ival[row[k] & 15u];
+    case QTK__MMK_T4: return w->ival[(row[k / 2] >> (4 * (k & 1))) & 15u];
+    default: return w->ival[(row[k / 4] >> (2 * (k & 3))) & 3u];
+    }
+}
+
+/* ws: one f32 per activation block (the row's weight scales). */
+void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+    const qtk__mmw *w = &c->w;
+    const size_t K = c->K, bx = c->bx, nb = c->xs_ld;
+    const float unit = ldexpf(1.0f, -w->ishift);
+    for (size_t n = n0; n < n1; n++) {
+        const uint8_t *row = w->vals + n * w->row_bytes;
+        size_t g0 = qtk__mmw_group0(w, n);
+        for (size_t b = 0; b < nb; b++) ws[b] = qtk__mmw_scale(w, g0 + (b * bx) / w->bc) * unit;
+        for (size_t m = 0; m < c->M; m++) {
+            const int8_t *q = c->xq + m * c->kq;
+            const float *s = c->xs + m * nb;
+            float acc = 0.0f;
+            for (size_t b = 0; b < nb; b++) {
+                size_t k0 = b * bx, k1 = K - k0 < bx ? K : k0 + bx;
+                int32_t isum = 0;
+                if (w->kind == QTK__MMK_T2 && !w->p->lookup) {
+                    /* 2-bit integers, v = b0 - 2 b1: additions and subtractions only (BitNet) */
+                    for (size_t k = k0; k < k1; k++) {
+                        unsigned code = (row[k / 4] >> (2 * (k & 3))) & 3u;
+                        if (code & 1u) isum += q[k];
+                        if (code & 2u) isum -= 2 * q[k];
+                    }
+                } else {
+                    for (size_t k = k0; k < k1; k++) isum += wint(w, row, k) * q[k];
+                }
+                float d = ws[b] * s[b];
+                float prod = (float)isum * d;
+                acc = acc + prod;
+            }
+            c->y[m * c->N + n] = c->bias ? acc + c->bias[n] : acc;
+        }
+    }
+}
+
+void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L, int offset,
+                        int8_t *dst, float *xs, int32_t *xc, size_t kq) {
+    const size_t CH = (size_t)per * L, lanes = L / 4;
+    for (size_t st = 0; st * CH < kq; st++) {
+        const size_t f0 = st * CH;
+        for (unsigned j = 0; j < per; j++)
+            for (unsigned i = 0; i < L; i++) {
+                size_t f = f0 + (size_t)per * i + j;
+                dst[f0 + (size_t)j * L + i] = f < k ? q[f] : 0;
+            }
+        for (size_t l = 0; l < lanes; l++) {
+            size_t f = f0 + 4 * per * l; /* the lane's first field; its 4*per fields share a block */
+            xs[st * lanes + l] = f < k ? s[f / bx] : 0.0f;
+            if (!xc) continue;
+            int32_t sum = 0;
+            for (size_t e = f; e < f + 4 * per && e < k; e++) sum += q[e];
+            xc[st * lanes + l] = -offset * sum;
+        }
+    }
+}

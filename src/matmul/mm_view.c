@@ -1,0 +1,92 @@
+/* mm_view.c — how the matmul kernels see a weight tensor: its scale geometry, whether a
+ * tensor row is one run of fields (the stream view) and how a field becomes a value, and
+ * whether the values are integers (the integer view). */
+#include "mm.h"
+
+#include <math.h>
+
+/* Value of every 4-bit (or 2-bit, repeated) code, from the reference codec. */
+static void fill_table(qtk__mmw *w, const qtk__plan *p) {
+    unsigned n = p->bits >= 4 ? 16u : 1u << p->bits;
+    for (unsigned i = 0; i < 16; i++) w->table[i] = qtk__decode_elem(p, i % n);
+}
+
+/* The integer view: value(code) = ival[code] * 2^-ishift with ival in [-128, 127], for the
+ * smallest such shift (0..7); false when the values are not all of that form. */
+static bool integer_view(qtk__mmw *w, const qtk__plan *p) {
+    if (!p->lookup && p->kind == QTK__KIND_INT) {
+        if (w->kind != QTK__MMK_I8)
+            for (unsigned i = 0; i < 16; i++) w->ival[i] = (int8_t)w->table[i];
+        w->ishift = 0;
+        return true;
+    }
+    if (w->kind != QTK__MMK_T8 && w->kind != QTK__MMK_T4 && w->kind != QTK__MMK_T2) return false;
+    for (int e = 0; e <= 7; e++) {
+        bool ok = true;
+        for (unsigned i = 0; i < 16 && ok; i++) {
+            float v = ldexpf(w->table[i], e);
+            ok = v == truncf(v) && v >= -128.0f && v <= 127.0f;
+        }
+        if (ok) {
+            for (unsigned i = 0; i < 16; i++) w->ival[i] = (int8_t)ldexpf(w->table[i], e);
+            w->ishift = e;
+            return true;
+        }
+    }
+    return false;
+}
+
+void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
+    memset(w, 0, sizeof *w);
+    w->p = p;
+    w->vals = bytes;
+    w->sb = bytes + p->L.scales_offset;
+    w->sdt = p->L.scale_dtype;
+    w->ssz = qtk__scale_size(w->sdt);
+    w->two_level = p->two_level;
+    w->global = p->L.global_bytes ? qtk__bits_f32(qtk__ld32(bytes + p->L.global_offset)) : 1.0f;
+    w->R = p->L.shape[0];
+    w->C = p->L.shape[1];
+    /* block extents of an empty dimension are 0: keep divisions defined */
+    w->br = p->L.block[0] ? p->L.block[0] : 1;
+    w->bc = p->L.block[1] ? p->L.block[1] : 1;
+    w->gc = p->L.grid[1];
+
+    /* stream view: one field per unit, or fields packed along the last axis */
+    w->kind = QTK__MMK_NONE;
+    if (!(p->fpu == 1 || p->L.pack_axis == 1)) return;
+    unsigned cw = p->fpu == 1 ? 8u : p->bits;
+    w->per = 8u / cw;
+    w->row_bytes = p->L.storage_shape[1] * p->unit_bytes;
+    if (cw == 8) {
+        if (!p->lookup && p->kind == QTK__KIND_INT) w->kind = QTK__MMK_I8;
+        else if (p->lookup && p->bits == 8) w->kind = QTK__MMK_NONE; /* a 256-entry table */
+        else if (!p->lookup && p->fmt == QTK_DTYPE_E4M3) w->kind = QTK__MMK_E4M3;
+        else if (!p->lookup && p->fmt == QTK_DTYPE_E5M2) w->kind = QTK__MMK_E5M2;
+        else w->kind = QTK__MMK_T8; /* native e2m1, native 4- or 2-bit lookup */
+    } else {
+        w->kind = cw == 4 ? QTK__MMK_T4 : QTK__MMK_T2;
+    }
+    if (w->kind == QTK__MMK_NONE) return;
+    if (w->kind == QTK__MMK_T8 || w->kind == QTK__MMK_T4 || w->kind == QTK__MMK_T2) fill_table(w, p);
+    w->int_ok = integer_view(w, p);
+}
+
+int qtk__mm_stream_mode(const qtk__mmw *w, unsigned L, size_t len) {
+    if (w->kind == QTK__MMK_NONE) return QTK__SM_NONE;
+    if (w->kind == QTK__MMK_F32) return QTK__SM_CHUNK;
+    size_t C = (size_t)w->per * L, bc = w->bc;
+    if (bc >= len || bc % C == 0) return QTK__SM_CHUNK;
+    if (C % bc == 0 && bc % 16 == 0) return QTK__SM_SPLIT; /* 2 or 4 blocks of 16 or 32 */
+    return QTK__SM_NONE;
+}
+
+void qtk__mm_permute(const float *x, size_t k, unsigned per, unsigned L, float *dst, size_t kp) {
+    size_t C = (size_t)per * L;
+    for (size_t c = 0; c < kp; c += C)
+        for (unsigned j = 0; j < per; j++)
+            for (unsigned l = 0; l < L; l++) {
+                size_t e = c + (size_t)per * l + j;
+                dst[c + (size_t)j * L + l] = e < k ? x[e] : 0.0f;
+            }
+}

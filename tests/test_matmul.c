@@ -1,0 +1,709 @@
+/* test_matmul.c — qtk_matmul against dequantize + an f64-accumulated reference, for every
+ * value, store, block shape, lookup table and two-level scheme, both layouts, awkward
+ * shapes (K < block, partial blocks, odd K and N, M = 1, 3, 5, 64), every path (reference,
+ * exact fused/tiled, generic, integer) at every ISA level this machine runs, with and
+ * without bias, f16/bf16 activations, misaligned buffers and several thread counts.
+ *
+ * The bounds checked are the ones qtk_matmul.h states, evaluated per output from the actual
+ * data: exact  |y - y64| <= γ(K+2) · (Σ|x w'| + |b|)
+ *         fast |y - y64| <= Σ_b (s_b/2) Σ_{k in b}|w'_k| (1 + 2^-8) + γ(K+4) · (Σ|x w'| + |b| + 2 E_q)
+ * and bound_catches_errors shows that they reject a dropped block or a wrong scale. */
+#include "test.h"
+
+#include "kernels/cpu.h"
+#include "matmul/mm.h"
+#include "qtk_matmul.h"
+
+static const char *const SCHEMES[] = {
+    /* integers: every value, stores, block shapes */
+    "q8f,block=32:f16", "q8s,block=32:f32", "q8s,block=32:ue4m3", "q8f,store=native", "q8s,block=32:f16,store=u32:1",
+    "q8f,block=8:f16", "q4f,block=32:f16", "q4s,block=32:bf16", "q4f,block=32:f16,store=native", "q4f,block=*:f32",
+    "q4f,block=2x16:f16", "q4f,block=48:f16", "q4s,block=64:f16", "q4f,block=128:f16", "q4f,block=*x1:f32",
+    "q4f,block=32:f16,store=u32:1", "q4f,block=16:f16,tensor=f32", "q2f,block=16:f16", "q2s,block=32:f16", "q2s",
+    "q2s,block=32:f16,store=native", "q2f,block=64:ue8m0", "q8s,block=7:f32",
+    /* minifloats */
+    "e4m3,block=32:f32", "e4m3,block=32:f16,store=u32", "e5m2,block=16:bf16", "e2m1,block=32:ue8m0,store=packed",
+    "e2m1,block=32:f16,store=native", "e2m1,block=32:f16", "nvfp4", "mxfp4", "mxfp8",
+    /* lookup */
+    "nf4", "q4f,table=iq4nl,block=32:f16", "q4f,table=nf4,block=64:f32,store=native", "q2f,table=tq2,block=32:f16",
+    "q8f,table=t256,block=32:f16",
+};
+#define N_SCHEMES (sizeof SCHEMES / sizeof SCHEMES[0])
+
+typedef struct {
+    size_t m, n, k;
+} shape3;
+static const shape3 SHAPES[] = {{1, 5, 33}, {3, 19, 100}, {64, 21, 257}, {5, 70, 7}, {2, 3, 5}, {17, 9, 64}};
+#define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
+
+static void register_tables(void) {
+    static bool done;
+    if (done) return;
+    done = true;
+    const float t4[4] = {-1.5f, -0.5f, 0.5f, 1.5f};
+    CHECK_OK(qtk_table_register("tq2", t4, 4));
+    float t256[256];
+    uint64_t s = 99;
+    for (int i = 0; i < 256; i++) t256[i] = trand_normal(&s);
+    CHECK_OK(qtk_table_register("t256", t256, 256));
+}
+
+static double gamma_n(double n) {
+    double u = ldexp(1.0, -24);
+    return n * u / (1.0 - n * u);
+}
+
+/* One problem: W quantized, its dequantized values, x, bias, and per-output references. */
+typedef struct {
+    qtk_scheme s;
+    qtk_mm_layout lay;
+    size_t M, N, K;
+    qtk_tensor *t;
+    float *wd;   /* dequantized W in its own layout */
+    float *x;    /* [M][K] */
+    float *bias; /* N or NULL */
+    double *y64, *sabs;
+    size_t bx;   /* activation block of the integer path */
+    double *y64q, *sabsq; /* the same with x replaced by its int8 quantization s_b * q */
+} problem;
+
+static float wval(const problem *p, size_t n, size_t k) {
+    return p->lay == QTK_MM_NK ? p->wd[n * p->K + k] : p->wd[k * p->N + n];
+}
+
+/* The integer path's activations as qtk_matmul.h defines them: per block of bx,
+ * s = max|x| / 127 and q = round-half-even(x * (127 / max|x|)) in f32. */
+static void quantize_x(const problem *p, double *xq) {
+    for (size_t m = 0; m < p->M; m++)
+        for (size_t b0 = 0; b0 < p->K; b0 += p->bx) {
+            const float *x = p->x + m * p->K;
+            size_t b1 = b0 + p->bx < p->K ? b0 + p->bx : p->K;
+            float amax = 0.0f;
+            for (size_t k = b0; k < b1; k++) amax = fabsf(x[k]) > amax ? fabsf(x[k]) : amax;
+            float sc = amax / 127.0f, inv = 127.0f / amax;
+            for (size_t k = b0; k < b1; k++) {
+                float q = amax == 0.0f ? 0.0f : nearbyintf(x[k] * inv);
+                q = q > 127.0f ? 127.0f : q < -127.0f ? -127.0f : q;
+                xq[m * p->K + k] = (double)sc * q;
+            }
+        }
+}
+
+static void references(problem *p) {
+    size_t M = p->M, N = p->N, K = p->K;
+    free(p->y64);
+    free(p->sabs);
+    free(p->y64q);
+    free(p->sabsq);
+    p->y64 = malloc((M * N + 1) * sizeof(double));
+    p->sabs = malloc((M * N + 1) * sizeof(double));
+    p->y64q = malloc((M * N + 1) * sizeof(double));
+    p->sabsq = malloc((M * N + 1) * sizeof(double));
+    double *xq = malloc((M * K + 1) * sizeof(double));
+    quantize_x(p, xq);
+    for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+            double acc = p->bias ? p->bias[n] : 0.0, sa = p->bias ? fabs(p->bias[n]) : 0.0;
+            double accq = acc, saq = sa;
+            for (size_t k = 0; k < K; k++) {
+                double w = wval(p, n, k), t = (double)p->x[m * K + k] * w, tq = xq[m * K + k] * w;
+                acc += t;
+                sa += fabs(t);
+                accq += tq;
+                saq += fabs(tq);
+            }
+            p->y64[m * N + n] = acc;
+            p->sabs[m * N + n] = sa;
+            p->y64q[m * N + n] = accq;
+            p->sabsq[m * N + n] = saq;
+        }
+    free(xq);
+}
+
+static bool problem_init(problem *p, const char *spec, qtk_mm_layout lay, size_t M, size_t N, size_t K, bool bias,
+                         uint64_t seed) {
+    memset(p, 0, sizeof *p);
+    if (qtk_scheme_parse(spec, &p->s) != QTK_OK) {
+        TEST_FAILMSG("parse %s: %s", spec, qtk_last_error());
+        return false;
+    }
+    p->lay = lay;
+    p->M = M;
+    p->N = N;
+    p->K = K;
+    size_t shape[2] = {lay == QTK_MM_NK ? N : K, lay == QTK_MM_NK ? K : N};
+    float *w = malloc((N * K + 1) * sizeof(float));
+    for (size_t i = 0; i < N * K; i++) w[i] = trand_normal(&seed) * 0.05f;
+    qtk_quantize_options qo = {0};
+    if (p->s.value == QTK_VALUE_Q2S && p->s.block_rank == 0) qo.calibration = QTK_CALIB_ABSMEAN; /* BitNet */
+    qtk_status st = qtk_quantize(w, shape, 2, &p->s, &qo, &p->t);
+    free(w);
+    if (st) {
+        TEST_FAILMSG("quantize %s on [%zu, %zu]: %s", spec, shape[0], shape[1], qtk_last_error());
+        return false;
+    }
+    p->wd = malloc((N * K + 1) * sizeof(float));
+    CHECK_OK(qtk_dequantize(p->t, QTK_DTYPE_F32, p->wd, N * K));
+    p->x = malloc((M * K + 1) * sizeof(float));
+    for (size_t i = 0; i < M * K; i++) p->x[i] = trand_normal(&seed);
+    if (M * K > 3) p->x[M * K / 2] *= 9.0f; /* an outlier activation */
+    if (bias) {
+        p->bias = malloc(N * sizeof(float));
+        for (size_t i = 0; i < N; i++) p->bias[i] = trand_normal(&seed);
+    }
+    const qtk_layout *L = qtk_tensor_layout(p->t);
+    size_t bc = lay == QTK_MM_NK ? L->block[1] : L->block[0];
+    p->bx = bc >= K ? 32 : bc >= 32 ? 32 : 16;
+    references(p);
+    return true;
+}
+
+static void problem_free(problem *p) {
+    qtk_tensor_free(p->t);
+    free(p->wd);
+    free(p->x);
+    free(p->bias);
+    free(p->y64);
+    free(p->sabs);
+    free(p->y64q);
+    free(p->sabsq);
+}
+
+/* E_q of output (m, n): Σ_b (s_b / 2) Σ_{k in b} |w'_k| with s_b = max|x_b| / 127. */
+static double quant_err(const problem *p, size_t m, size_t n) {
+    double e = 0.0;
+    for (size_t b0 = 0; b0 < p->K; b0 += p->bx) {
+        size_t b1 = b0 + p->bx < p->K ? b0 + p->bx : p->K;
+        float amax = 0.0f;
+        double sw = 0.0;
+        for (size_t k = b0; k < b1; k++) {
+            float a = fabsf(p->x[m * p->K + k]);
+            if (a > amax) amax = a;
+            sw += fabs(wval(p, n, k));
+        }
+        e += (double)(amax / 127.0f) / 2.0 * sw;
+    }
+    return e * (1.0 + ldexp(1.0, -8));
+}
+
+static double tolerance(const problem *p, size_t m, size_t n, bool integer) {
+    double s = p->sabs[m * p->N + n];
+    if (!integer) return gamma_n((double)p->K + 2) * s;
+    double eq = quant_err(p, m, n);
+    return eq + gamma_n((double)p->K + 4) * (s + 2 * eq);
+}
+
+/* Checks y against the reference; returns the number of outputs outside the bound. */
+static size_t check_y(const problem *p, const float *y, bool integer, const char *what) {
+    size_t bad = 0;
+    for (size_t m = 0; m < p->M; m++)
+        for (size_t n = 0; n < p->N; n++) {
+            double want = p->y64[m * p->N + n], got = y[m * p->N + n];
+            double tol = tolerance(p, m, n, integer);
+            if (!(fabs(got - want) <= tol)) {
+                if (bad++ == 0)
+                    TEST_FAILMSG("%s: y[%zu][%zu] = %.9g, reference %.9g, |diff| %.3g > bound %.3g", what, m, n, got,
+                                 want, fabs(got - want), tol);
+            }
+            /* the integer path is the exact product of the quantized activations, rounded in f32 */
+            double wantq = p->y64q[m * p->N + n], tolq = gamma_n((double)p->K + 4) * p->sabsq[m * p->N + n];
+            if (integer && !(fabs(got - wantq) <= tolq)) {
+                if (bad++ == 0)
+                    TEST_FAILMSG("%s: y[%zu][%zu] = %.9g, quantized-x reference %.9g, |diff| %.3g > bound %.3g", what, m,
+                                 n, got, wantq, fabs(got - wantq), tolq);
+            }
+        }
+    test_checks++;
+    return bad;
+}
+
+static qtk_status run(const problem *p, qtk_precision prec, int threads, float *y) {
+    qtk_matmul_options o = {p->lay, prec, threads};
+    return qtk_matmul(p->t, p->x, QTK_DTYPE_F32, p->M, p->K, p->bias, y, p->N, &o);
+}
+
+static const qtk_isa ISAS[] = {QTK_ISA_SCALAR, QTK_ISA_AVX2, QTK_ISA_AVX512};
+
+/* Kernel configurations: ISA level, test hooks, CPU features withheld. */
+typedef struct {
+    qtk_isa isa;
+    unsigned hooks, drop;
+} config;
+static const config CONFIGS[] = {
+    {QTK_ISA_SCALAR, 0, 0},
+    {QTK_ISA_SCALAR, QTK__MM_HOOK_INT_ANY_M, 0},
+    {QTK_ISA_AVX2, 0, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_INT_ANY_M, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_GENERIC, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_NO_FUSED, 0},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_FUSED, 0},
+    {QTK_ISA_AVX2, 0, QTK_CPU_AVXVNNI | QTK_CPU_AVX512VNNI},
+    {QTK_ISA_AVX512, 0, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_GENERIC, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_FUSED, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_FUSED, 0},
+    {QTK_ISA_AVX512, 0, QTK_CPU_AVX512VNNI},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, 0},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, QTK_CPU_AVX512VNNI},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_TERN, 0},
+};
+#define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
+
+/* Every scheme x layout x shape x path x ISA against the reference. */
+static void all_schemes_all_paths(void) {
+    register_tables();
+    size_t runs = 0;
+    for (size_t si = 0; si < N_SCHEMES; si++)
+        for (int lay = 0; lay < 2; lay++)
+            for (size_t sh = 0; sh < N_SHAPES; sh++) {
+                problem p;
+                const shape3 *d = &SHAPES[sh];
+                if (!problem_init(&p, SCHEMES[si], (qtk_mm_layout)lay, d->m, d->n, d->k, sh % 2 == 0,
+                                  1000 + si * 31 + sh))
+                    continue;
+                float *y = malloc((p.M * p.N + 1) * sizeof(float));
+                for (size_t ci = 0; ci < N_CONFIGS; ci++) {
+                    const config *cf = &CONFIGS[ci];
+                    if (qtk_set_isa(cf->isa) != QTK_OK) continue;
+                    qtk__mm_set_hooks(cf->hooks);
+                    qtk__mm_set_feature_mask(cf->drop);
+                    for (int prec = 0; prec < 2; prec++) {
+                        const unsigned int_hooks = QTK__MM_HOOK_NO_TERN | QTK__MM_HOOK_INT_ANY_M;
+                        if (prec == 1 && (cf->hooks & ~int_hooks)) break; /* exact-path hooks */
+                        if (prec == 0 && (cf->hooks & int_hooks)) continue;
+                        if (prec == 0 && cf->drop) continue; /* features matter to the integer path only */
+                        qtk_mm_path path;
+                        qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};
+                        CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
+                        CHECK_OK(run(&p, (qtk_precision)prec, 1 + (int)(sh % 3), y));
+                        char what[256];
+                        snprintf(what, sizeof what, "%s layout %s M=%zu N=%zu K=%zu isa %s hooks %u drop %x %s path %s",
+                                 SCHEMES[si], lay ? "kn" : "nk", p.M, p.N, p.K, qtk_isa_name(cf->isa), cf->hooks,
+                                 cf->drop, prec ? "fast" : "exact", qtk_mm_path_name(path));
+                        check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
+                        /* FAST on a scheme with no integer path must fall back to the exact path */
+                        if (prec == 0) CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact ran integer", what);
+                        runs++;
+                    }
+                }
+                qtk__mm_set_feature_mask(0);
+                qtk__mm_set_hooks(0);
+                qtk_set_isa(QTK_ISA_AUTO);
+                free(y);
+                problem_free(&p);
+            }
+    printf("  %zu matmuls checked\n", runs);
+}
+
+/* The integer path is taken exactly for integer-valued schemes in layout nk. */
+static void integer_path_selection(void) {
+    register_tables();
+    struct {
+        const char *spec;
+        bool integer;
+    } cases[] = {{"q4f,block=32:f16", true},  {"q8s,block=32:f32", true},  {"q2s", true},
+                 {"mxfp4", true},             {"nvfp4", true},             {"q4f,table=iq4nl,block=32:f16", true},
+                 {"q2f,table=tq2,block=32:f16", true}, {"nf4", false},     {"e4m3,block=32:f32", false},
+                 {"q4f,block=48:f16", false}, {"q4f,block=32:f16,store=u32:1", false}, {"q8f,table=t256,block=32:f16", false}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        problem p;
+        if (!problem_init(&p, cases[i].spec, QTK_MM_NK, 2, 4, 96, false, 5)) continue;
+        qtk_mm_path path;
+        qtk_matmul_options o = {QTK_MM_NK, QTK_PRECISION_FAST, 1};
+        CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
+        CHECK_MSG((path == QTK_MM_PATH_INTEGER) == cases[i].integer, "%s: fast path is %s", cases[i].spec,
+                  qtk_mm_path_name(path));
+        /* many rows of x: the exact tiled kernel, faster there */
+        CHECK_OK(qtk_matmul_path(p.t, 64, &o, &path));
+        CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: fast at M = 64 is %s", cases[i].spec, qtk_mm_path_name(path));
+        o.precision = QTK_PRECISION_EXACT;
+        CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
+        CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact path is integer", cases[i].spec);
+        o.layout = QTK_MM_KN;
+        o.precision = QTK_PRECISION_FAST;
+        problem_free(&p);
+        if (!problem_init(&p, cases[i].spec, QTK_MM_KN, 2, 4, 96, false, 5)) continue;
+        CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
+        CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: kn took the integer path", cases[i].spec);
+        problem_free(&p);
+    }
+}
+
+/* Long rows: the bound grows with K and must still hold (and not be vacuous). */
+static void long_rows(void) {
+    const char *specs[] = {"q4f,block=32:f16", "nvfp4", "e4m3,block=32:f32", "q2s"};
+    for (size_t i = 0; i < 4; i++) {
+        for (int lay = 0; lay < 2; lay++) {
+            problem p;
+            if (!problem_init(&p, specs[i], (qtk_mm_layout)lay, 3, 40, 4099, true, 77 + i)) continue;
+            float *y = malloc(p.M * p.N * sizeof(float));
+            for (int prec = 0; prec < 2; prec++) {
+                CHECK_OK(run(&p, (qtk_precision)prec, 2, y));
+                qtk_mm_path path;
+                qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};
+                CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
+                char what[128];
+                snprintf(what, sizeof what, "%s K=4099 %s %s", specs[i], lay ? "kn" : "nk", qtk_mm_path_name(path));
+                check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
+            }
+            free(y);
+            problem_free(&p);
+        }
+    }
+}
+
+/* The bounds reject a result with one block dropped or one scale wrong: the tests above
+ * can fail. For the integer path the tight check is against the quantized-x reference. */
+static void bound_catches_errors(void) {
+    const char *specs[] = {"q4f,block=32:f16", "nvfp4", "q8s,block=32:f32", "nf4"};
+    for (size_t i = 0; i < 4; i++) {
+        problem p;
+        if (!problem_init(&p, specs[i], QTK_MM_NK, 4, 32, 256, false, 11)) continue;
+        size_t caught_drop[2] = {0, 0}, caught_scale[2] = {0, 0}, total = p.M * p.N;
+        float *bad = malloc(total * sizeof(float));
+        double *xq = malloc(p.M * p.K * sizeof(double)), *xd = malloc(p.M * p.K * sizeof(double));
+        quantize_x(&p, xq);
+        for (size_t k = 0; k < p.M * p.K; k++) xd[k] = p.x[k];
+        for (int integer = 0; integer < 2; integer++) {
+            const double *xv = integer ? xq : xd; /* the activations each path multiplies */
+            /* y with the products of block [64, 96) left out */
+            for (size_t m = 0; m < p.M; m++)
+                for (size_t n = 0; n < p.N; n++) {
+                    double acc = 0.0;
+                    for (size_t k = 0; k < p.K; k++)
+                        if (k < 64 || k >= 96) acc += xv[m * p.K + k] * wval(&p, n, k);
+                    bad[m * p.N + n] = (float)acc;
+                }
+            for (size_t o = 0; o < total; o++)
+                caught_drop[integer] += integer ? fabs(bad[o] - p.y64q[o]) > gamma_n((double)p.K + 4) * p.sabsq[o]
+                                                : fabs(bad[o] - p.y64[o]) > tolerance(&p, o / p.N, o % p.N, false);
+            /* y with the scale of block [0, 32) off by 1/16 */
+            for (size_t m = 0; m < p.M; m++)
+                for (size_t n = 0; n < p.N; n++) {
+                    double acc = 0.0;
+                    for (size_t k = 0; k < p.K; k++)
+                        acc += xv[m * p.K + k] * wval(&p, n, k) * (k < 32 ? 1.0625 : 1.0);
+                    bad[m * p.N + n] = (float)acc;
+                }
+            for (size_t o = 0; o < total; o++)
+                caught_scale[integer] += integer ? fabs(bad[o] - p.y64q[o]) > gamma_n((double)p.K + 4) * p.sabsq[o]
+                                                 : fabs(bad[o] - p.y64[o]) > tolerance(&p, o / p.N, o % p.N, false);
+        }
+        /* both checks catch a dropped block everywhere and a scale off by 1/16 nearly everywhere */
+        CHECK_MSG(caught_drop[0] == total, "%s: exact bound caught %zu/%zu dropped blocks", specs[i], caught_drop[0], total);
+        CHECK_MSG(caught_scale[0] >= total * 95 / 100, "%s: exact bound caught %zu/%zu wrong scales", specs[i],
+                  caught_scale[0], total);
+        CHECK_MSG(caught_drop[1] == total, "%s: integer bound caught %zu/%zu dropped blocks", specs[i],
+                  caught_drop[1], total);
+        CHECK_MSG(caught_scale[1] >= total * 95 / 100, "%s: integer bound caught %zu/%zu wrong scales", specs[i],
+                  caught_scale[1], total);
+        printf("  %-18s bounds reject: dropped block %zu/%zu (exact) %zu/%zu (integer); scale +1/16 %zu/%zu (exact) %zu/%zu (integer)\n",
+               specs[i], caught_drop[0], total, caught_drop[1], total, caught_scale[0], total, caught_scale[1], total);
+        free(bad);
+        free(xq);
+        free(xd);
+        problem_free(&p);
+    }
+}
+
+/* Results do not depend on the thread count; f16/bf16 activations; misaligned buffers. */
+static void threads_dtypes_alignment(void) {
+    const char *specs[] = {"q4f,block=32:f16", "e4m3,block=32:f32", "q4f,block=48:f16", "q2s"};
+    for (size_t i = 0; i < 4; i++)
+        for (int lay = 0; lay < 2; lay++)
+            for (int prec = 0; prec < 2; prec++) {
+                problem p;
+                if (!problem_init(&p, specs[i], (qtk_mm_layout)lay, 64, 200, 130, true, 3 + i)) continue;
+                size_t ny = p.M * p.N;
+                float *y1 = malloc(ny * sizeof(float)), *y3 = malloc(ny * sizeof(float));
+                CHECK_OK(run(&p, (qtk_precision)prec, 1, y1));
+                CHECK_OK(run(&p, (qtk_precision)prec, 3, y3));
+                CHECK_MSG(memcmp(y1, y3, ny * sizeof(float)) == 0, "%s: 1 and 3 threads differ", specs[i]);
+                /* misaligned x, bias and y (odd byte addresses) give the same bits */
+                uint8_t *xb = malloc(p.M * p.K * 4 + 1), *bb = malloc(p.N * 4 + 1), *yb = malloc(ny * 4 + 1);
+                memcpy(xb + 1, p.x, p.M * p.K * 4);
+                memcpy(bb + 1, p.bias, p.N * 4);
+                qtk_matmul_options o = {p.lay, (qtk_precision)prec, 2};
+                CHECK_OK(qtk_matmul(p.t, xb + 1, QTK_DTYPE_F32, p.M, p.K, (const float *)(const void *)(bb + 1),
+                                    (float *)(void *)(yb + 1), p.N, &o));
+                CHECK_MSG(memcmp(yb + 1, y1, ny * 4) == 0, "%s: misaligned buffers change the result", specs[i]);
+                /* f16 and bf16 activations: round x onto the grid, compare with f32 on the same values */
+                for (int dt = 0; dt < 2; dt++) {
+                    uint16_t *xh = malloc(p.M * p.K * 2);
+                    for (size_t k = 0; k < p.M * p.K; k++) {
+                        qtk_dtype d = dt ? QTK_DTYPE_BF16 : QTK_DTYPE_F16;
+                        xh[k] = (uint16_t)qtk_fmt_encode(d, p.x[k]);
+                        p.x[k] = qtk_fmt_decode(d, xh[k]);
+                    }
+                    CHECK_OK(run(&p, (qtk_precision)prec, 1, y1));
+                    CHECK_OK(qtk_matmul(p.t, xh, dt ? QTK_DTYPE_BF16 : QTK_DTYPE_F16, p.M, p.K, p.bias, y3, p.N, &o));
+                    CHECK_MSG(memcmp(y1, y3, ny * sizeof(float)) == 0, "%s: %s activations differ from f32", specs[i],
+                              dt ? "bf16" : "f16");
+                    free(xh);
+                }
+                free(xb);
+                free(bb);
+                free(yb);
+                free(y1);
+                free(y3);
+                problem_free(&p);
+            }
+}
+
+/* Padding fields of packed stores may hold anything (bytes from elsewhere are kept as
+ * they are); they must not reach the result. NaN fields in W do. */
+static void padding_and_nan_fields(void) {
+    const char *specs[] = {"e4m3,block=32:f32,store=u32", "q4f,block=32:f16", "e2m1,block=32:f16,store=packed",
+                           "q2s,block=32:f16"};
+    for (size_t i = 0; i < 4; i++) {
+        problem p;
+        if (!problem_init(&p, specs[i], QTK_MM_NK, 3, 5, 37, false, 8)) continue;
+        size_t len;
+        const uint8_t *b = qtk_tensor_bytes(p.t, &len);
+        uint8_t *dirty = malloc(len);
+        memcpy(dirty, b, len);
+        const qtk_layout *L = qtk_tensor_layout(p.t);
+        size_t row_bytes = L->storage_shape[1] * L->unit_bytes;
+        for (size_t n = 0; n < p.N; n++) { /* set every bit past field K-1 of each row */
+            size_t used_bits = p.K * L->bits;
+            for (size_t bit = used_bits; bit < row_bytes * 8; bit++) dirty[n * row_bytes + bit / 8] |= (uint8_t)(1u << (bit % 8));
+        }
+        qtk_tensor *t2 = NULL;
+        size_t shape[2] = {p.N, p.K};
+        CHECK_OK(qtk_tensor_from_bytes(dirty, len, shape, 2, &p.s, &t2));
+        float *y1 = malloc(15 * sizeof(float)), *y2 = malloc(15 * sizeof(float));
+        for (size_t ii = 0; ii < 3; ii++) {
+            if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
+            qtk_matmul_options o = {QTK_MM_NK, QTK_PRECISION_EXACT, 1};
+            CHECK_OK(qtk_matmul(p.t, p.x, QTK_DTYPE_F32, 3, 37, NULL, y1, 5, &o));
+            if (t2) CHECK_OK(qtk_matmul(t2, p.x, QTK_DTYPE_F32, 3, 37, NULL, y2, 5, &o));
+            CHECK_MSG(memcmp(y1, y2, 15 * sizeof(float)) == 0, "%s isa %s: padding fields changed y", specs[i],
+                      qtk_isa_name(ISAS[ii]));
+            o.precision = QTK_PRECISION_FAST;
+            CHECK_OK(qtk_matmul(p.t, p.x, QTK_DTYPE_F32, 3, 37, NULL, y1, 5, &o));
+            if (t2) CHECK_OK(qtk_matmul(t2, p.x, QTK_DTYPE_F32, 3, 37, NULL, y2, 5, &o));
+            CHECK_MSG(memcmp(y1, y2, 15 * sizeof(float)) == 0, "%s isa %s fast: padding fields changed y", specs[i],
+                      qtk_isa_name(ISAS[ii]));
+        }
+        qtk_set_isa(QTK_ISA_AUTO);
+        /* a NaN code in W (e4m3 S.1111.111) makes that output NaN on every path */
+        if (i == 0) {
+            dirty[1 * row_bytes + 5] = 0x7f;
+            qtk_tensor *t3 = NULL;
+            CHECK_OK(qtk_tensor_from_bytes(dirty, len, shape, 2, &p.s, &t3));
+            for (size_t ii = 0; ii < 3 && t3; ii++) {
+                if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
+                CHECK_OK(qtk_matmul(t3, p.x, QTK_DTYPE_F32, 3, 37, NULL, y1, 5, NULL));
+                for (size_t m = 0; m < 3; m++)
+                    for (size_t n = 0; n < 5; n++)
+                        CHECK_MSG(isnan(y1[m * 5 + n]) == (n == 1), "isa %s: y[%zu][%zu] = %g", qtk_isa_name(ISAS[ii]),
+                                  m, n, (double)y1[m * 5 + n]);
+            }
+            qtk_set_isa(QTK_ISA_AUTO);
+            qtk_tensor_free(t3);
+        }
+        qtk_tensor_free(t2);
+        free(dirty);
+        free(y1);
+        free(y2);
+        problem_free(&p);
+    }
+}
+
+/* e4m3 blocks whose scale times 256 would overflow take the per-vector path (the fast
+ * e4m3 route folds 256 into the scales); both must agree with the reference. */
+static void e4m3_huge_scales(void) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("e4m3,block=32:f32", &s));
+    const size_t N = 6, K = 96, M = 3;
+    float w[6 * 96], x[3 * 96], y[18], sc[6 * 3];
+    uint64_t seed = 21;
+    for (size_t i = 0; i < N * K; i++) w[i] = trand_uniform(&seed, -1.0f, 1.0f) * 0x1p125f;
+    for (size_t i = 0; i < N * 3; i++) sc[i] = i % 2 ? 0x1p121f : 0x1p-3f; /* some blocks huge, some not */
+    for (size_t i = 0; i < M * K; i++) x[i] = trand_normal(&seed) * 0x1p-110f;
+    size_t shape[2] = {N, K};
+    qtk_quantize_options qo = {0};
+    qo.scales = sc;
+    qo.n_scales = N * 3;
+    qtk_tensor *t = NULL;
+    CHECK_OK(qtk_quantize(w, shape, 2, &s, &qo, &t));
+    float wd[6 * 96];
+    CHECK_OK(qtk_dequantize(t, QTK_DTYPE_F32, wd, N * K));
+    for (size_t ii = 0; ii < 3 && t; ii++) {
+        if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
+        CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, M, K, NULL, y, N, NULL));
+        for (size_t m = 0; m < M; m++)
+            for (size_t n = 0; n < N; n++) {
+                double acc = 0, sa = 0;
+                for (size_t k = 0; k < K; k++) {
+                    double p = (double)x[m * K + k] * wd[n * K + k];
+                    acc += p;
+                    sa += fabs(p);
+                }
+                CHECK_MSG(fabs(y[m * N + n] - acc) <= gamma_n((double)K + 2) * sa, "isa %s y[%zu][%zu] = %g, want %g",
+                          qtk_isa_name(ISAS[ii]), m, n, (double)y[m * N + n], acc);
+            }
+    }
+    qtk_set_isa(QTK_ISA_AUTO);
+    qtk_tensor_free(t);
+}
+
+/* Dense f32 weights: the baseline entry point. */
+static void dense_f32(void) {
+    for (int lay = 0; lay < 2; lay++) {
+        size_t M = 5, N = 37, K = 70;
+        uint64_t s = 4;
+        float *w = malloc(N * K * 4), *x = malloc(M * K * 4), *y = malloc(M * N * 4);
+        for (size_t i = 0; i < N * K; i++) w[i] = trand_normal(&s);
+        for (size_t i = 0; i < M * K; i++) x[i] = trand_normal(&s);
+        for (size_t ii = 0; ii < 3; ii++) {
+            if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
+            qtk_matmul_options o = {(qtk_mm_layout)lay, QTK_PRECISION_EXACT, 2};
+            CHECK_OK(qtk_matmul_f32(w, x, QTK_DTYPE_F32, M, K, NULL, y, N, &o));
+            for (size_t m = 0; m < M; m++)
+                for (size_t n = 0; n < N; n++) {
+                    double acc = 0, sa = 0;
+                    for (size_t k = 0; k < K; k++) {
+                        double t = (double)x[m * K + k] * (lay ? w[k * N + n] : w[n * K + k]);
+                        acc += t;
+                        sa += fabs(t);
+                    }
+                    CHECK_MSG(fabs(y[m * N + n] - acc) <= gamma_n((double)K + 2) * sa, "dense %s isa %s y[%zu][%zu]",
+                              lay ? "kn" : "nk", qtk_isa_name(ISAS[ii]), m, n);
+                }
+        }
+        qtk_set_isa(QTK_ISA_AUTO);
+        free(w);
+        free(x);
+        free(y);
+    }
+}
+
+/* K = 0 gives y = bias; M = 0 or N = 0 do nothing. */
+static void empty_shapes(void) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("q4f,block=32:f16", &s));
+    size_t shape[2] = {3, 0};
+    qtk_tensor *t = NULL;
+    CHECK_OK(qtk_quantize(NULL, shape, 2, &s, NULL, &t));
+    float bias[3] = {1, 2, 3}, y[6] = {9, 9, 9, 9, 9, 9};
+    CHECK_OK(qtk_matmul(t, NULL, QTK_DTYPE_F32, 2, 0, bias, y, 3, NULL));
+    CHECK(y[0] == 1 && y[1] == 2 && y[2] == 3 && y[3] == 1 && y[5] == 3);
+    CHECK_OK(qtk_matmul(t, NULL, QTK_DTYPE_F32, 2, 0, NULL, y, 3, NULL));
+    CHECK(y[0] == 0 && y[5] == 0);
+    CHECK_OK(qtk_matmul(t, NULL, QTK_DTYPE_F32, 0, 0, NULL, NULL, 3, NULL));
+    qtk_tensor_free(t);
+}
+
+/* An allocator that fails after a budget of allocations. */
+static int alloc_budget = -1;
+static void *fail_alloc(void *opaque, size_t n) {
+    (void)opaque;
+    if (alloc_budget == 0) return NULL;
+    if (alloc_budget > 0) alloc_budget--;
+    return malloc(n);
+}
+static void pass_free(void *opaque, void *p) {
+    (void)opaque;
+    free(p);
+}
+
+/* Every allocation of every path, failing one at a time: QTK_E_NOMEM, a message, no leak. */
+static void allocation_failure(void) {
+    struct {
+        const char *spec;
+        qtk_mm_layout lay;
+        size_t m;
+        qtk_precision prec;
+        qtk_dtype xdt;
+        unsigned hooks;
+        bool misaligned;
+    } cases[] = {
+        {"q4f,block=32:f16", QTK_MM_NK, 1, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, false},       /* fused */
+        {"q4f,block=32:f16", QTK_MM_NK, 20, QTK_PRECISION_EXACT, QTK_DTYPE_F16, 0, false},      /* tiled */
+        {"q4f,block=32:f16", QTK_MM_NK, 3, QTK_PRECISION_FAST, QTK_DTYPE_BF16, 0, true},        /* integer */
+        {"q2s", QTK_MM_NK, 2, QTK_PRECISION_FAST, QTK_DTYPE_F32, 0, false},                     /* ternary */
+        {"q4f,block=32:f16,store=u32:1", QTK_MM_NK, 2, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, false}, /* generic */
+        {"nvfp4", QTK_MM_KN, 2, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, false},                  /* kn fused */
+        {"nvfp4", QTK_MM_KN, 20, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, true},                  /* kn tiled */
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (int isa = 0; isa < 3; isa++) {
+            if (qtk_set_isa(ISAS[isa]) != QTK_OK) continue;
+            problem p;
+            if (!problem_init(&p, cases[ci].spec, cases[ci].lay, cases[ci].m, 40, 96, true, 9)) continue;
+            uint16_t xh[20 * 96];
+            for (size_t i = 0; i < p.M * p.K; i++) xh[i] = (uint16_t)qtk_fmt_encode(cases[ci].xdt == QTK_DTYPE_F16 ? QTK_DTYPE_F16 : QTK_DTYPE_BF16, p.x[i]);
+            uint8_t *xb = malloc(p.M * p.K * 4 + 1), *yb = malloc(p.M * p.N * 4 + 1);
+            memcpy(xb + 1, p.x, p.M * p.K * 4);
+            const void *x = cases[ci].xdt != QTK_DTYPE_F32 ? (const void *)xh : cases[ci].misaligned ? (const void *)(xb + 1) : (const void *)p.x;
+            float *y = cases[ci].misaligned ? (float *)(void *)(yb + 1) : (float *)(void *)yb;
+            qtk_matmul_options o = {cases[ci].lay, cases[ci].prec, 2};
+            qtk_allocator a = {fail_alloc, pass_free, NULL};
+            qtk_set_allocator(&a);
+            int nomem = 0;
+            qtk_status st = QTK_E_NOMEM;
+            for (int budget = 0; budget < 40 && st != QTK_OK; budget++) {
+                alloc_budget = budget;
+                st = qtk_matmul(p.t, x, cases[ci].xdt, p.M, p.K, p.bias, y, p.N, &o);
+                if (st != QTK_OK) {
+                    CHECK_MSG(st == QTK_E_NOMEM, "%s budget %d: %s: %s", cases[ci].spec, budget, qtk_status_name(st),
+                              qtk_last_error());
+                    CHECK_MSG(strstr(qtk_last_error(), "out of memory") != NULL, "%s: message '%s'", cases[ci].spec,
+                              qtk_last_error());
+                    nomem++;
+                }
+            }
+            alloc_budget = -1;
+            qtk_set_allocator(NULL);
+            CHECK_MSG(st == QTK_OK && nomem >= 2, "%s isa %s: %d failures, then %s", cases[ci].spec,
+                      qtk_isa_name(ISAS[isa]), nomem, qtk_status_name(st));
+            free(xb);
+            free(yb);
+            problem_free(&p);
+        }
+    qtk_set_isa(QTK_ISA_AUTO);
+}
+
+static void errors(void) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("q4f,block=32:f16", &s));
+    size_t shape[2] = {8, 64};
+    float w[8 * 64] = {0}, x[2 * 64] = {0}, y[16];
+    qtk_tensor *t = NULL;
+    CHECK_OK(qtk_quantize(w, shape, 2, &s, NULL, &t));
+    CHECK_ERR(qtk_matmul(NULL, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, NULL), QTK_E_ARG, "W is NULL");
+    CHECK_ERR(qtk_matmul(t, NULL, QTK_DTYPE_F32, 2, 64, NULL, y, 8, NULL), QTK_E_ARG, "x is NULL");
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, NULL, 8, NULL), QTK_E_ARG, "y is NULL");
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_E4M3, 2, 64, NULL, y, 8, NULL), QTK_E_ARG, "x dtype 'e4m3'");
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 63, NULL, y, 8, NULL), QTK_E_SHAPE,
+              "x has K = 63 columns but W of shape [8, 64] (layout nk) has K = 64 (its dim 1)");
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 7, NULL), QTK_E_SHAPE,
+              "y has N = 7 columns but W of shape [8, 64] (layout nk) has N = 8 (its dim 0)");
+    qtk_matmul_options o = {QTK_MM_KN, QTK_PRECISION_EXACT, 0};
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, &o), QTK_E_SHAPE,
+              "x has K = 64 columns but W of shape [8, 64] (layout kn) has K = 8 (its dim 0)");
+    o = (qtk_matmul_options){(qtk_mm_layout)7, QTK_PRECISION_EXACT, 0};
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, &o), QTK_E_ARG, "layout 7");
+    o = (qtk_matmul_options){QTK_MM_NK, (qtk_precision)9, 0};
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, &o), QTK_E_ARG, "precision 9");
+    o = (qtk_matmul_options){QTK_MM_NK, QTK_PRECISION_EXACT, -1};
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, &o), QTK_E_ARG, "threads is -1");
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, SIZE_MAX / 2, 64, NULL, y, 8, NULL), QTK_E_SHAPE, "too large");
+    qtk_mm_path path;
+    CHECK_ERR(qtk_matmul_path(t, 1, NULL, NULL), QTK_E_ARG, "NULL");
+    qtk_tensor_free(t);
+    size_t shp3[3] = {2, 4, 64};
+    float w3[2 * 4 * 64] = {0};
+    CHECK_OK(qtk_quantize(w3, shp3, 3, &s, NULL, &t));
+    CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, NULL), QTK_E_SHAPE,
+              "W must be rank 2 ([N, K] for layout nk); its shape is [2, 4, 64]");
+    CHECK_ERR(qtk_matmul_path(t, 1, NULL, &path), QTK_E_SHAPE, "rank 2");
+    qtk_tensor_free(t);
+    CHECK_ERR(qtk_matmul_f32(NULL, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, NULL), QTK_E_ARG, "W is NULL");
+    CHECK(strcmp(qtk_mm_path_name(QTK_MM_PATH_INTEGER), "integer") == 0);
+    CHECK(strcmp(qtk_mm_path_name((qtk_mm_path)42), "?") == 0);
+}
+
+TEST_MAIN("matmul", T(errors), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
+          T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths))
