@@ -38,6 +38,7 @@ static unsigned detect(void) {
     if (f16c) f |= QTK_CPU_F16C;
     if (__get_cpuid_max(0, NULL) < 7) return f;
     __cpuid_count(7, 0, a, b, c, d);
+    unsigned max_sub7 = a;
     if (b & (1u << 5)) f |= QTK_CPU_AVX2;
     if (b & (1u << 8)) f |= QTK_CPU_BMI2;
     if (zmm) {
@@ -49,8 +50,8 @@ static unsigned detect(void) {
         if (c & (1u << 11)) f |= QTK_CPU_AVX512VNNI;
         if (d & (1u << 23)) f |= QTK_CPU_AVX512FP16;
     }
-    unsigned a1, b1, c1, d1;
-    __cpuid_count(7, 1, a1, b1, c1, d1);
+    unsigned a1 = 0, b1, c1, d1;
+    if (max_sub7 >= 1) __cpuid_count(7, 1, a1, b1, c1, d1); /* AVX-VNNI, AVX512-BF16 live in sub-leaf 1 */
     (void)b1;
     (void)c1;
     (void)d1;
