@@ -66,11 +66,13 @@ static qtk_status parse_header(const uint8_t *b, size_t len, uint32_t *version, 
                         which[2] == 't' ? *n_tensors : *n_kv);
     size_t left = len - 24;
     if (*n_kv > left / 14)
-        return qtk__err(QTK_E_FORMAT, "n_kv = %" PRIu64 ": that many KV records (14 bytes at least each) cannot fit in the %zu bytes after the header",
+        return qtk__err(QTK_E_FORMAT, "n_kv = %" PRIu64 ": that many KV records (14 bytes at least each) cannot fit in the %zu bytes after the "
+                        "header (a bad count, or a truncated file)",
                         *n_kv, left);
     if (*n_tensors > left / 24)
         return qtk__err(QTK_E_FORMAT,
-                        "n_tensors = %" PRIu64 ": that many tensor infos (24 bytes at least each) cannot fit in the %zu bytes after the header",
+                        "n_tensors = %" PRIu64 ": that many tensor infos (24 bytes at least each) cannot fit in the %zu bytes after "
+                        "the header (a bad count, or a truncated file)",
                         *n_tensors, left);
     return QTK_OK;
 }
@@ -512,7 +514,7 @@ static qtk_status gguf_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     v->data = buf;
     if (ty->kind != GK_EXACT) {
         float *y = (float *)(void *)buf;
-        qtk_status st = qtk__gguf_decode(rt->type, src, nb, y, t->name, rt->off);
+        qtk_status st = qtk__gguf_decode(rt->type, src, nb, y, rt->off);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
         for (size_t k = 0; !st && k < t->numel; k++) qtk__st32(buf + 4 * k, qtk__f32_bits(y[k]));
 #endif
@@ -520,7 +522,7 @@ static qtk_status gguf_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     }
     qtk_layout L;
     qtk_status st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
-    if (!st) st = qtk__gguf_import(rt->type, src, nb, &L, buf, t->name, rt->off);
+    if (!st) st = qtk__gguf_import(rt->type, src, nb, &L, buf, rt->off);
     if (!st && L.global_bytes) memcpy(buf + L.global_offset, c->map.data + rt->g_off, 4);
     if (!st && L.table_bytes) {
         float k[16];

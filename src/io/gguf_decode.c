@@ -11,18 +11,17 @@
 
 static bool f16_finite(uint16_t h) { return (h & 0x7c00u) != 0x7c00u; }
 
-static qtk_status nonfinite(const char *name, const char *type, size_t b, size_t off, const char *field, uint16_t h) {
-    return qtk__err(QTK_E_VALUE, "tensor '%s': %s block %zu (file offset %zu): %s (f16 0x%04x) is not finite", name, type, b,
-                    off, field, h);
+static qtk_status nonfinite(const char *type, size_t b, size_t off, const char *field, uint16_t h) {
+    return qtk__err(QTK_E_VALUE, "%s block %zu (file offset %zu): %s (f16 0x%04x) is not finite", type, b, off, field, h);
 }
 
 /* Q4_1: x = n d + m, n the unsigned 4-bit code in split order. */
-static qtk_status dec_q4_1(const uint8_t *src, size_t nb, float *y, const char *name, size_t off) {
+static qtk_status dec_q4_1(const uint8_t *src, size_t nb, float *y, size_t off) {
     for (size_t b = 0; b < nb; b++, y += 32) {
         const uint8_t *blk = src + 20 * b;
         uint16_t dh = qtk__ld16(blk), mh = qtk__ld16(blk + 2);
-        if (!f16_finite(dh)) return nonfinite(name, "Q4_1", b, off + 20 * b, "d", dh);
-        if (!f16_finite(mh)) return nonfinite(name, "Q4_1", b, off + 20 * b, "m", mh);
+        if (!f16_finite(dh)) return nonfinite("Q4_1", b, off + 20 * b, "d", dh);
+        if (!f16_finite(mh)) return nonfinite("Q4_1", b, off + 20 * b, "m", mh);
         const float d = qtk__gguf_f16(dh), m = qtk__gguf_f16(mh);
         for (unsigned j = 0; j < 16; j++) {
             const int x0 = blk[4 + j] & 15, x1 = blk[4 + j] >> 4;
@@ -34,12 +33,12 @@ static qtk_status dec_q4_1(const uint8_t *src, size_t nb, float *y, const char *
 }
 
 /* Q5_1: as Q4_1 with a fifth bit from qh (bit j for element j). */
-static qtk_status dec_q5_1(const uint8_t *src, size_t nb, float *y, const char *name, size_t off) {
+static qtk_status dec_q5_1(const uint8_t *src, size_t nb, float *y, size_t off) {
     for (size_t b = 0; b < nb; b++, y += 32) {
         const uint8_t *blk = src + 24 * b;
         uint16_t dh = qtk__ld16(blk), mh = qtk__ld16(blk + 2);
-        if (!f16_finite(dh)) return nonfinite(name, "Q5_1", b, off + 24 * b, "d", dh);
-        if (!f16_finite(mh)) return nonfinite(name, "Q5_1", b, off + 24 * b, "m", mh);
+        if (!f16_finite(dh)) return nonfinite("Q5_1", b, off + 24 * b, "d", dh);
+        if (!f16_finite(mh)) return nonfinite("Q5_1", b, off + 24 * b, "m", mh);
         const float d = qtk__gguf_f16(dh), m = qtk__gguf_f16(mh);
         const uint32_t qh = qtk__ld32(blk + 4);
         for (unsigned j = 0; j < 16; j++) {
@@ -54,12 +53,12 @@ static qtk_status dec_q5_1(const uint8_t *src, size_t nb, float *y, const char *
 
 /* Q2_K: element e = 128h + 32j + l has q = (qs[32h + l] >> 2j) & 3; scales[e/16] holds the
  * 4-bit scale (low) and min (high); x = (d sc) q - (dmin mn). */
-static qtk_status dec_q2_k(const uint8_t *src, size_t nb, float *y, const char *name, size_t off) {
+static qtk_status dec_q2_k(const uint8_t *src, size_t nb, float *y, size_t off) {
     for (size_t b = 0; b < nb; b++, y += 256) {
         const uint8_t *blk = src + 84 * b, *sc = blk, *qs = blk + 16;
         uint16_t dh = qtk__ld16(blk + 80), mh = qtk__ld16(blk + 82);
-        if (!f16_finite(dh)) return nonfinite(name, "Q2_K", b, off + 84 * b, "d", dh);
-        if (!f16_finite(mh)) return nonfinite(name, "Q2_K", b, off + 84 * b, "dmin", mh);
+        if (!f16_finite(dh)) return nonfinite("Q2_K", b, off + 84 * b, "d", dh);
+        if (!f16_finite(mh)) return nonfinite("Q2_K", b, off + 84 * b, "dmin", mh);
         const float d = qtk__gguf_f16(dh), dmin = qtk__gguf_f16(mh);
         for (unsigned e = 0; e < 256; e++) {
             const unsigned h = e / 128, j = (e / 32) % 4, l = e % 32, s = sc[e / 16];
@@ -84,14 +83,14 @@ static void scale_min_k4(unsigned s, const uint8_t *q, unsigned *sc, unsigned *m
 
 /* Q4_K (five = false) and Q5_K (five = true): sub-blocks of 32, codes in split order per 64
  * (h = 32), Q5_K's fifth bit from qh; x = (d sc) q - (dmin mn). */
-static qtk_status dec_q45_k(const uint8_t *src, size_t nb, float *y, const char *name, size_t off, bool five) {
+static qtk_status dec_q45_k(const uint8_t *src, size_t nb, float *y, size_t off, bool five) {
     const size_t bytes = five ? 176 : 144;
     const char *tn = five ? "Q5_K" : "Q4_K";
     for (size_t b = 0; b < nb; b++, y += 256) {
         const uint8_t *blk = src + bytes * b, *scales = blk + 4, *qh = blk + 16, *qs = blk + (five ? 48 : 16);
         uint16_t dh = qtk__ld16(blk), mh = qtk__ld16(blk + 2);
-        if (!f16_finite(dh)) return nonfinite(name, tn, b, off + bytes * b, "d", dh);
-        if (!f16_finite(mh)) return nonfinite(name, tn, b, off + bytes * b, "dmin", mh);
+        if (!f16_finite(dh)) return nonfinite(tn, b, off + bytes * b, "d", dh);
+        if (!f16_finite(mh)) return nonfinite(tn, b, off + bytes * b, "dmin", mh);
         const float d = qtk__gguf_f16(dh), dmin = qtk__gguf_f16(mh);
         for (unsigned c = 0; c < 4; c++) {
             unsigned sc, mn;
@@ -113,19 +112,19 @@ static qtk_status dec_q45_k(const uint8_t *src, size_t nb, float *y, const char 
     return QTK_OK;
 }
 
-qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nb, float *dst, const char *name, size_t off) {
+qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nb, float *dst, size_t off) {
     switch (type) {
-    case 3: return dec_q4_1(src, nb, dst, name, off);
-    case 7: return dec_q5_1(src, nb, dst, name, off);
-    case 10: return dec_q2_k(src, nb, dst, name, off);
-    case 12: return dec_q45_k(src, nb, dst, name, off, false);
-    case 13: return dec_q45_k(src, nb, dst, name, off, true);
+    case 3: return dec_q4_1(src, nb, dst, off);
+    case 7: return dec_q5_1(src, nb, dst, off);
+    case 10: return dec_q2_k(src, nb, dst, off);
+    case 12: return dec_q45_k(src, nb, dst, off, false);
+    case 13: return dec_q45_k(src, nb, dst, off, true);
     default: {
         const char *tn = qtk_gguf_type_name(type);
         return qtk__err(QTK_E_UNSUPPORTED,
-                        "tensor '%s': ggml type %s (%u) uses lattice codebooks that qtk does not decode; convert it "
-                        "with llama.cpp first (llama-quantize to Q8_0, Q4_0 or a K-quant)",
-                        name, tn ? tn : "?", type);
+                        "ggml type %s (%u) uses lattice codebooks that qtk does not decode; convert it with "
+                        "llama.cpp first (llama-quantize to Q8_0, Q4_0 or a K-quant)",
+                        tn ? tn : "?", type);
     }
     }
 }

@@ -12,7 +12,7 @@
 #include <stdio.h>
 
 typedef struct {
-    const char *name, *type;
+    const char *type;
     size_t off;       /* file offset of block 0 */
     uint32_t bytes;   /* per block */
 } ictx;
@@ -24,8 +24,7 @@ static qtk_status bad_block(const ictx *x, size_t b, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(what, sizeof what, fmt, ap);
     va_end(ap);
-    return qtk__err(QTK_E_VALUE, "tensor '%s': %s block %zu (file offset %zu): %s", x->name, x->type, b,
-                    x->off + b * x->bytes, what);
+    return qtk__err(QTK_E_VALUE, "%s block %zu (file offset %zu): %s", x->type, b, x->off + b * x->bytes, what);
 }
 
 /* An f16 scale must be finite (ggml_validate_row_data's rule; qtk's too). */
@@ -293,10 +292,10 @@ static qtk_status imp_iq4_xs(const ictx *x, const uint8_t *src, size_t nb, uint8
 }
 
 qtk_status qtk__gguf_import(uint32_t type, const uint8_t *src, size_t nb, const qtk_layout *L, uint8_t *dst,
-                            const char *name, size_t file_off) {
+                            size_t file_off) {
     const gguf_type *ty = qtk__gguf_type(type);
     if (!ty || ty->kind != GK_EXACT) return qtk__err(QTK_E_INTERNAL, "ggml type %u is not imported exactly", type);
-    ictx x = {name, ty->name, file_off, ty->bytes};
+    ictx x = {ty->name, file_off, ty->bytes};
     uint8_t *v = dst, *s = dst + L->scales_offset;
     switch (type) {
     case 2: return imp_q4(&x, src, nb, v, s, 8);

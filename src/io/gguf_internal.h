@@ -66,12 +66,12 @@ typedef struct gguf_reader {
 
 /* Fills the bytes of one exactly-mapped tensor in qtk's layout for its scheme: values at 0,
  * scales at L->scales_offset (then the global and the table, which the caller writes).
- * nblocks ggml blocks at src. Errors name the tensor, the block and its file offset. */
+ * nblocks ggml blocks at src, the first at file offset file_off. Errors name the block and its
+ * file offset (the loader adds the tensor). */
 qtk_status qtk__gguf_import(uint32_t type, const uint8_t *src, size_t nblocks, const qtk_layout *L, uint8_t *dst,
-                            const char *name, size_t file_off);
-/* Decodes nblocks blocks of a GK_DECODE type to f32, as ggml's dequantizer computes them. */
-qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nblocks, float *dst, const char *name,
                             size_t file_off);
+/* Decodes nblocks blocks of a GK_DECODE type to f32, as ggml's dequantizer computes them. */
+qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nblocks, float *dst, size_t file_off);
 
 /* ---- KV values as text (gguf_kv.c) ---- */
 
