@@ -202,6 +202,34 @@ static int qsrc_field(const qsrc *q, size_t col) {
     return (int)x;
 }
 
+/* Fields of columns col .. col + n - 1 of the current row. In the usual layouts (fields packed
+ * along the last dimension, the run starting on a unit boundary) the bytes are the fields
+ * packed first-in-lowest-bits, whatever the unit (a u32 word is little-endian): unpacked byte
+ * by byte. The rest go field by field. */
+static void qsrc_fields(const qsrc *q, size_t col, unsigned n, int *f) {
+    if (!q->along_last || col % q->fpu || n % q->fpu) {
+        for (unsigned j = 0; j < n; j++) f[j] = qsrc_field(q, col + j);
+        return;
+    }
+    const uint8_t *p = q->v + q->unit_base * q->ub + col * q->bits / 8;
+    const int sg = q->sign;
+    if (q->bits == 8) {
+        for (unsigned j = 0; j < n; j++) f[j] = sg ? (int)(int8_t)p[j] : (int)p[j];
+    } else if (q->bits == 4) {
+        for (unsigned j = 0; j < n; j += 2, p++) {
+            int lo = p[0] & 15, hi = p[0] >> 4;
+            f[j] = sg ? (lo ^ 8) - 8 : lo;
+            f[j + 1] = sg ? (hi ^ 8) - 8 : hi;
+        }
+    } else {
+        for (unsigned j = 0; j < n; j += 4, p++)
+            for (unsigned k = 0; k < 4; k++) {
+                int x = (p[0] >> (2 * k)) & 3;
+                f[j + k] = sg ? (x ^ 2) - 2 : x;
+            }
+    }
+}
+
 /* the stored scale of the qtk block holding column col of the current row */
 static const uint8_t *qsrc_scale(const qsrc *q, size_t col) {
     const qtk_layout *L = q->L;
@@ -281,7 +309,7 @@ static bool split_scales(const float *s, int n, int lo, int hi, uint16_t *dh, in
 static qtk_status exp_block(int ty, const qsrc *q, const ectx *x, size_t col, uint8_t *o) {
     int f[256];
     const gguf_type *gt = qtk__gguf_type((uint32_t)ty);
-    for (unsigned j = 0; j < gt->blck; j++) f[j] = qsrc_field(q, col + j);
+    qsrc_fields(q, col, gt->blck, f);
     switch (ty) {
     case T_Q8_0:
         memcpy(o, qsrc_scale(q, col), 2);
