@@ -89,7 +89,7 @@ static void synth_and_inspect(void) {
     CHECK(run("synth s.safetensors --layers 1 --hidden 32 --ffn 64 --kv 16 --vocab 128") == 0);
     CHECK_MSG(err[0] == '\0', "stderr: %s", err);
     CHECK(run("synth s.safetensors --layers 1") == 1 && strstr(err, "exists; not overwriting it (use --force)"));
-    CHECK(run("synth s.txt") == 2 && strstr(err, "name it .bpk or .safetensors"));
+    CHECK(run("synth s.txt") == 2 && strstr(err, "name it .bpk, .safetensors or .gguf"));
     CHECK(run("inspect s.safetensors") == 0);
     CHECK_MSG(strstr(out, "format    safetensors (JSON header") != NULL, "%s", out);
     /* embed + 12 per layer + norm + head */
