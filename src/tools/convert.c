@@ -37,8 +37,11 @@ static file_type_hint *hints_of(const qtk_ckpt_desc *in, size_t *n) {
     return h;
 }
 
+/* Only quantized tensors need one: a scheme can have several ggml types (q8f,block=32:f16 is
+ * Q8_0 or Q5_0), a raw element type has one. */
 static const char *hint_for(const qtk_ckpt_tensor *t, const file_type_hint *h, size_t n) {
-    if (t->file_type) return t->decoded ? NULL : t->file_type;
+    if (!t->quantized) return NULL;
+    if (t->file_type) return t->file_type;
     file_type_hint key = {t->name, NULL}, *f = n ? bsearch(&key, h, n, sizeof *h, cmp_hint) : NULL;
     return f ? f->type : NULL;
 }
