@@ -395,7 +395,7 @@ static qtk_status describe(qtk_ckpt *c, const tinfo *t, const tinfo *all, gguf_r
     dt->file_type = ty->name;
     dt->file_bytes = t->nbytes;
     dt->decoded = ty->kind == GK_DECODE || ty->kind == GK_OPAQUE;
-    *rt = (gguf_rtensor){t->type, t->abs, t->nbytes, SIZE_MAX, t->numel / (t->ne[0] ? (size_t)t->ne[0] : 1), (size_t)t->ne[0]};
+    *rt = (gguf_rtensor){t->type, t->abs, t->nbytes, SIZE_MAX};
     qtk__ckpt_loc loc = {.piece = {{t->abs, t->nbytes}}, .n = 1};
     if (t->g_index != SIZE_MAX) {
         rt->g_off = all[t->g_index].abs;

@@ -55,8 +55,6 @@ typedef struct gguf_rtensor {
     uint32_t type;
     size_t off, len;    /* absolute file range of the ggml bytes */
     size_t g_off;       /* NVFP4 with a companion: absolute offset of its f32, else SIZE_MAX */
-    size_t rows;        /* numel / ne[0] */
-    size_t row_len;     /* ne[0] */
 } gguf_rtensor;
 
 typedef struct gguf_reader {
