@@ -117,7 +117,7 @@ static void convert_ggml(void) {
           row("t.f16", "F16 F16 64x256 32768"));
     /* eval reads GGUF tensors (a decoded one's reference is ggml's dequantization) */
     CHECK(run("eval '%s' --scheme q8s,block=32:f16 --scheme mxfp4", types_gguf) == 0);
-    CHECK(strstr(out, "t.q4_k [64x256] F32") != NULL && strstr(out, "total, per scheme") != NULL);
+    CHECK(strstr(out, "t.q4_k [64x256] F32 (ggml Q4_K)\n") != NULL && strstr(out, "total, per scheme") != NULL);
 }
 
 /* files qtk makes: synth -> gguf -> bpk -> gguf, schemes GGUF holds or not */
