@@ -89,7 +89,7 @@ static void synth_and_inspect(void) {
     CHECK(run("synth s.safetensors --layers 1 --hidden 32 --ffn 64 --kv 16 --vocab 128") == 0);
     CHECK_MSG(err[0] == '\0', "stderr: %s", err);
     CHECK(run("synth s.safetensors --layers 1") == 1 && strstr(err, "exists; not overwriting it (use --force)"));
-    CHECK(run("synth s.txt") == 2 && strstr(err, "name it .bpk or .safetensors"));
+    CHECK(run("synth s.txt") == 2 && strstr(err, "name it .bpk, .safetensors or .gguf"));
     CHECK(run("inspect s.safetensors") == 0);
     CHECK_MSG(strstr(out, "format    safetensors (JSON header") != NULL, "%s", out);
     /* embed + 12 per layer + norm + head */
@@ -158,7 +158,7 @@ static void convert_errors(void) {
     CHECK(run("convert s.safetensors x.bpk --scheme q9f") == 2 && strstr(err, "'q9f'"));
     CHECK(run("convert s.safetensors x.bpk --only '('") == 2 && strstr(err, "not a POSIX extended regular expression"));
     CHECK(run("convert s.safetensors x.bpk --rule 'no-equals'") == 2 && strstr(err, "not REGEX=SPEC"));
-    CHECK(run("convert s.safetensors x.gguf") == 2 && strstr(err, "name it .bpk or .safetensors"));
+    CHECK(run("convert s.safetensors x.txt") == 2 && strstr(err, "name it .bpk, .safetensors or .gguf"));
     CHECK(run("convert s.safetensors") == 2);
     /* a scheme the tensors cannot take; a block Burn cannot hold */
     CHECK(run("convert s.safetensors x.bpk --scheme 'q4f,block=2x2x2:f16'") == 1 && strstr(err, "has rank 2"));

@@ -11,10 +11,10 @@ static const char usage[] =
     "                   [--only REGEX] [--skip REGEX] [--rule 'REGEX=SPEC']... [--min-elements N]\n"
     "                   [--force] [--threads N] [--verbose]\n"
     "\n"
-    "Converts the checkpoint IN (burnpack or safetensors, recognised by content) into OUT,\n"
-    "whose format follows its extension (.bpk or .safetensors). Tensors are streamed one at a\n"
-    "time from a memory map; OUT appears only when complete (a temporary file beside it is\n"
-    "renamed on success and removed on any error, disk full included).\n"
+    "Converts the checkpoint IN (burnpack, safetensors or GGUF, recognised by content) into\n"
+    "OUT, whose format follows its extension (.bpk, .safetensors or .gguf). Tensors are\n"
+    "streamed one at a time from a memory map; OUT appears only when complete (a temporary\n"
+    "file beside it is renamed on success and removed on any error, disk full included).\n"
     "\n"
     "What happens to each tensor (the first that applies):\n"
     "  1. integer, bool and other non-float tensors are copied as they are\n"
@@ -40,7 +40,15 @@ static const char usage[] =
     "  --verbose           print what happens to each tensor\n"
     "\n"
     "Safetensors output stores quantized tensors in qtk's convention (docs/safetensors-quantized.md).\n"
-    "Burnpack output refuses block dims above 255 (Burn's limit) and dtypes Burn lacks (F8, F4).\n";
+    "Burnpack output refuses block dims above 255 (Burn's limit) and dtypes Burn lacks (F8, F4).\n"
+    "\n"
+    "GGUF (docs/gguf.md): ggml types a qtk scheme holds exactly (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K,\n"
+    "Q8_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0) are read as that scheme and\n"
+    "written back as the same type with the same bytes; Q4_1, Q5_1, Q2_K, Q4_K and Q5_K (offsets)\n"
+    "are read as F32, exactly as ggml dequantizes them, and a note says so; converting them to a\n"
+    "scheme prints what the re-quantization cost (SQNR). GGUF output takes the schemes that have\n"
+    "a lossless ggml type; other quantized tensors are written as F32 unless a scheme was asked\n"
+    "for, which is then an error.\n";
 
 typedef struct {
     cli_progress bar;
@@ -56,6 +64,25 @@ static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor 
     const char *verb = d->act == QTK_ACT_QUANTIZE ? "quantize" : d->act == QTK_ACT_DEQUANTIZE ? "dequantize" : "copy";
     printf("  %-10s %s [%s] %s%s%s  (%s)\n", verb, in->name, cli_shape_str(in->shape, in->rank, sb, sizeof sb), from,
            d->act == QTK_ACT_KEEP ? "" : " -> ", d->act == QTK_ACT_KEEP ? "" : to, d->why);
+}
+
+/* Said whatever --verbose is: values that change form without the user naming it. */
+static void on_plan_notes(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d) {
+    if (in->decoded && d->act == QTK_ACT_KEEP)
+        printf("  note: %s: ggml %s has no exact qtk scheme; written as F32 (ggml's dequantized values)\n", in->name,
+               in->file_type ? in->file_type : "?");
+    else if (d->act == QTK_ACT_DEQUANTIZE && strncmp(d->why, "GGUF has no", 11) == 0)
+        printf("  note: %s: %s\n", in->name, d->why);
+    on_plan(ctx, in, out, d);
+}
+
+static void on_requantized(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, double sqnr) {
+    (void)ctx;
+    char a[256], b[256];
+    const char *from = in->quantized ? (qtk_scheme_format(&in->scheme, a, sizeof a, NULL) ? "?" : a) : qtk_elem_name(in->elem);
+    if (in->file_type && in->decoded) snprintf(a, sizeof a, "ggml %s", in->file_type), from = a;
+    printf("  requantized %s: %s -> %s: SQNR %.2f dB\n", in->name, from,
+           qtk_scheme_format(&out->scheme, b, sizeof b, NULL) ? "?" : b, sqnr);
 }
 
 int cmd_convert(int argc, char **argv) {
@@ -101,7 +128,7 @@ int cmd_convert(int argc, char **argv) {
         else if ((st = qtk_select_dtype(&sel, dtype))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
     }
     if (!rc && qtk_ckpt_format_from_path(pos[1]) == QTK_CKPT_UNKNOWN)
-        rc = cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk or .safetensors", pos[1]);
+        rc = cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk, .safetensors or .gguf", pos[1]);
     if (rc) {
         qtk_select_free(&sel);
         free(rules);
@@ -113,7 +140,7 @@ int cmd_convert(int argc, char **argv) {
     convert_ctx ctx = {.verbose = verbose};
     cli_progress_init(&ctx.bar, "convert");
     qtk_convert_opts o = {.select = &sel, .force = force, .threads = (int)threads, .progress = cli_progress_update,
-                          .plan = on_plan, .ctx = &ctx};
+                          .plan = on_plan_notes, .requantized = on_requantized, .ctx = &ctx};
     /* cli_progress_update reads the bar at the start of the context */
     qtk_convert_stats s;
     double t0 = cli_now();

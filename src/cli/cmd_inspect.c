@@ -8,11 +8,16 @@
 static const char usage[] =
     "usage: qtk inspect [--json] FILE\n"
     "\n"
-    "Lists a checkpoint (.bpk burnpack or .safetensors; recognised by content): its format and\n"
-    "container facts, then every tensor in the order of its bytes in the file: name, dtype\n"
+    "Lists a checkpoint (.bpk burnpack, .safetensors or .gguf; recognised by content): its format\n"
+    "and container facts, then every tensor in the order of its bytes in the file: name, dtype\n"
     "(or quantization scheme), shape, bytes, bits per element and file offset; then totals,\n"
     "the string metadata, and burnpack scalars. The file is validated completely on the way\n"
     "(lengths against shapes and schemes, offsets, overlaps), but tensor values are not read.\n"
+    "\n"
+    "GGUF files also list each tensor's ggml type (the dtype column is what qtk reads it as:\n"
+    "a qtk scheme, or F32 for the types qtk decodes), and bytes are the file's. KV values show\n"
+    "their GGUF type (u32:4096, arr[str]:[...]; strings as they are); long ones are shortened\n"
+    "here, --json prints them whole.\n"
     "\n"
     "  --json    the same as one JSON object on stdout\n";
 
@@ -48,6 +53,11 @@ static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
         for (int k = 0; k < t->rank; k++) fprintf(f, k ? ", %zu" : "%zu", t->shape[k]);
         fprintf(f, "], \"numel\": %zu, \"bytes\": %zu, \"offset\": %zu", t->numel, t->nbytes, qtk_ckpt_offset_of(c, i));
         if (t->has_param_id) fprintf(f, ", \"param_id\": %llu", (unsigned long long)t->param_id);
+        if (t->file_type) {
+            fputs(", \"file_type\": ", f);
+            cli_json_str(f, t->file_type);
+            fprintf(f, ", \"file_bytes\": %zu, \"decoded\": %s", t->file_bytes, t->decoded ? "true" : "false");
+        }
         fputc('}', f);
     }
     fputs("],\n \"metadata\": {", f);
@@ -80,21 +90,28 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
     fprintf(f, "file      %s\n", path);
     fprintf(f, "format    %s (%s)\n", qtk_ckpt_format_name(qtk_ckpt_format_of(c)), fx.note);
     fprintf(f, "size      %zu bytes (%s)\n\n", fx.file_bytes, cli_bytes((double)fx.file_bytes, hb, sizeof hb));
-    int nw = 4, tw = 5;
+    int nw = 4, tw = 5, fw = 0; /* fw: the file's own type column (GGUF's ggml types) */
     for (size_t i = 0; i < d->n_tensors; i++) {
         int n = (int)strlen(d->tensors[i].name), k = (int)strlen(type_of(&d->tensors[i], tb, sizeof tb));
         if (n > nw) nw = n > 60 ? 60 : n;
         if (k > tw) tw = k > 48 ? 48 : k;
+        if (d->tensors[i].file_type && (int)strlen(d->tensors[i].file_type) > fw) fw = (int)strlen(d->tensors[i].file_type);
     }
-    fprintf(f, "%-*s  %-*s  %-14s %12s %8s %12s\n", nw, "name", tw, "dtype", "shape", "bytes", "bits/el", "offset");
+    if (fw) fw = fw < 4 ? 4 : fw;
+    fprintf(f, "%-*s  ", nw, "name");
+    if (fw) fprintf(f, "%-*s  ", fw, "ggml");
+    fprintf(f, "%-*s  %-14s %12s %8s %12s\n", tw, fw ? "qtk" : "dtype", "shape", "bytes", "bits/el", "offset");
     size_t nq = 0, bq = 0, br = 0, el = 0;
     for (size_t i = 0; i < d->n_tensors; i++) {
         const qtk_ckpt_tensor *t = &d->tensors[i];
-        double bpe = t->numel ? (double)t->nbytes * 8.0 / (double)t->numel : 0.0;
-        fprintf(f, "%-*s  %-*s  %-14s %12zu %8.3f %12zu\n", nw, t->name, tw, type_of(t, tb, sizeof tb),
-                cli_shape_str(t->shape, t->rank, sb, sizeof sb), t->nbytes, bpe, qtk_ckpt_offset_of(c, i));
-        if (t->quantized) nq++, bq += t->nbytes;
-        else br += t->nbytes;
+        size_t bytes = t->file_type ? t->file_bytes : t->nbytes; /* what the file holds */
+        double bpe = t->numel ? (double)bytes * 8.0 / (double)t->numel : 0.0;
+        fprintf(f, "%-*s  ", nw, t->name);
+        if (fw) fprintf(f, "%-*s  ", fw, t->file_type ? t->file_type : "");
+        fprintf(f, "%-*s  %-14s %12zu %8.3f %12zu\n", tw, type_of(t, tb, sizeof tb), cli_shape_str(t->shape, t->rank, sb, sizeof sb),
+                bytes, bpe, qtk_ckpt_offset_of(c, i));
+        if (t->quantized || t->decoded) nq++, bq += bytes;
+        else br += bytes;
         el += t->numel;
     }
     fprintf(f, "\n%zu tensors, %zu elements: %zu quantized (%zu bytes), %zu unquantized (%zu bytes)", d->n_tensors, el, nq, bq,
@@ -102,7 +119,18 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
     if (el) fprintf(f, "; %.3f bits per element overall", (double)(bq + br) * 8.0 / (double)el);
     fputc('\n', f);
     if (d->n_meta == 0) fprintf(f, "metadata  (none)\n");
-    for (size_t i = 0; i < d->n_meta; i++) fprintf(f, "%s %s = %s\n", i ? "         " : "metadata ", d->meta[i].key, d->meta[i].value);
+    for (size_t i = 0; i < d->n_meta; i++) {
+        /* a GGUF tokenizer's arrays run to megabytes: show their start */
+        const char *v = d->meta[i].value;
+        size_t n = strlen(v);
+        fprintf(f, "%s %s = ", i ? "         " : "metadata ", d->meta[i].key);
+        if (n <= 160) fprintf(f, "%s\n", v);
+        else {
+            size_t k = 120;
+            while (k > 0 && ((unsigned char)v[k] & 0xc0) == 0x80) k--; /* not inside a UTF-8 character */
+            fprintf(f, "%.*s... (%zu bytes)\n", (int)k, v, n);
+        }
+    }
     for (size_t i = 0; i < d->n_scalars; i++) {
         const qtk_ckpt_scalar *s = &d->scalars[i];
         fprintf(f, "%s %s = ", i ? "         " : "scalars  ", s->name);

@@ -16,7 +16,7 @@ static const char usage[] =
     "model.norm.weight and lm_head.weight [vocab, hidden]. Matrices are N(0, 1/fan_in) (the\n"
     "embedding N(0, 0.02^2)) with every 97th input channel an outlier channel (8-20x), norms\n"
     "N(1, 0.05^2), biases N(0, 0.02^2). The same options give the same bytes on every machine.\n"
-    "OUT's extension picks the format (.safetensors or .bpk); tensors are generated and written\n"
+    "OUT's extension picks the format (.safetensors, .bpk or .gguf); tensors are generated and written\n"
     "one at a time.\n"
     "\n"
     "  defaults: --layers 4 --hidden 512 --ffn 1536 --kv 128 --vocab 4096 --dtype bf16 --seed 42\n";
@@ -62,7 +62,7 @@ int cmd_synth(int argc, char **argv) {
         else return cli_usage_error(cmd, "--dtype '%s' is not f32, f16 or bf16", v[6]);
     }
     qtk_ckpt_format fmt = qtk_ckpt_format_from_path(pos[0]);
-    if (fmt == QTK_CKPT_UNKNOWN) return cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk or .safetensors", pos[0]);
+    if (fmt == QTK_CKPT_UNKNOWN) return cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk, .safetensors or .gguf", pos[0]);
     qtk_status st = qtk_synth_checkpoint(pos[0], fmt, &c, force);
     if (st) return cli_fail(cmd, st, "cannot write '%s'", pos[0]);
     return CLI_OK;

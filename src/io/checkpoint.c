@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <strings.h>
 
-static const qtk__ckpt_ops *const formats[] = {&qtk__burnpack_ops, &qtk__safetensors_ops};
+static const qtk__ckpt_ops *const formats[] = {&qtk__burnpack_ops, &qtk__safetensors_ops, &qtk__gguf_ops};
 #define N_FORMATS (sizeof formats / sizeof formats[0])
 
 static const qtk__ckpt_ops *ops_of(qtk_ckpt_format f) {
@@ -25,6 +25,7 @@ qtk_ckpt_format qtk_ckpt_format_from_path(const char *path) {
     if (!dot || strchr(dot, '/')) return QTK_CKPT_UNKNOWN;
     if (strcasecmp(dot, ".bpk") == 0) return QTK_CKPT_BURNPACK;
     if (strcasecmp(dot, ".safetensors") == 0) return QTK_CKPT_SAFETENSORS;
+    if (strcasecmp(dot, ".gguf") == 0) return QTK_CKPT_GGUF;
     return QTK_CKPT_UNKNOWN;
 }
 
@@ -234,8 +235,8 @@ static qtk_status open_map(qtk_ckpt *c) {
     if (!ops) ops = ops_of(qtk_ckpt_format_from_path(c->name));
     if (!ops)
         return qtk__err(QTK_E_FORMAT,
-                        "'%s' is not a checkpoint qtk reads: no burnpack magic (\"NRUB\") and no safetensors header, "
-                        "and the name does not end in .bpk or .safetensors",
+                        "'%s' is not a checkpoint qtk reads: no burnpack magic (\"NRUB\"), no safetensors header and "
+                        "no GGUF magic, and the name does not end in .bpk, .safetensors or .gguf",
                         c->name);
     c->fmt = ops->fmt;
     qtk_status st = ops->parse(c);
@@ -290,6 +291,8 @@ qtk_status qtk_ckpt_open_buffer(const void *data, size_t len, const char *name, 
 
 void qtk_ckpt_close(qtk_ckpt *c) {
     if (!c) return;
+    const qtk__ckpt_ops *ops = ops_of(c->fmt);
+    if (ops && ops->close) ops->close(c);
     qtk_map_close(&c->map);
     qtk_ckpt_desc_free(&c->desc);
     free(c->loc);
@@ -312,7 +315,14 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     static const uint8_t empty[1];
     v->index = i;
     v->len = t->nbytes;
-    if (loc->n == 1) {
+    const qtk__ckpt_ops *ops = ops_of(c->fmt);
+    if (ops && ops->load) {
+        qtk_status st = ops->load(c, i, v);
+        if (st) {
+            qtk_ckpt_unload(c, v);
+            return qtk__err_context(st, "'%s': tensor '%s'", c->name, t->name);
+        }
+    } else if (loc->n == 1) {
         v->data = loc->piece[0].len ? c->map.data + loc->piece[0].off : empty;
     } else {
         /* Pieces were checked at open to add up to nbytes and lie inside the file. */
@@ -438,6 +448,7 @@ qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
         return st;
     }
     st = qtk_afile_commit(&w->file); /* removes the temporary file itself on failure */
+    if (w->ops->wfree) w->ops->wfree(w);
     free(w->offsets);
     free(w);
     return st;
@@ -446,6 +457,7 @@ qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
 void qtk_ckpt_writer_abort(qtk_ckpt_writer *w) {
     if (!w) return;
     qtk_afile_abort(&w->file);
+    if (w->ops && w->ops->wfree) w->ops->wfree(w);
     free(w->offsets);
     free(w);
 }

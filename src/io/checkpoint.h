@@ -29,11 +29,12 @@ typedef enum qtk_ckpt_format {
     QTK_CKPT_UNKNOWN = 0,
     QTK_CKPT_BURNPACK,    /* Burn's .bpk (formats/BURNPACK.md) */
     QTK_CKPT_SAFETENSORS, /* .safetensors (formats/HUB_LAYOUTS.md §1), quantized tensors per docs/ */
+    QTK_CKPT_GGUF,        /* llama.cpp's .gguf (formats/GGUF.md), ggml types mapped per docs/gguf.md */
     QTK_CKPT_FORMAT_COUNT_
 } qtk_ckpt_format;
 
-const char *qtk_ckpt_format_name(qtk_ckpt_format f); /* "burnpack", "safetensors", "unknown" */
-/* By file extension (.bpk, .safetensors; case-insensitive), QTK_CKPT_UNKNOWN otherwise. */
+const char *qtk_ckpt_format_name(qtk_ckpt_format f); /* "burnpack", "safetensors", "gguf", "unknown" */
+/* By file extension (.bpk, .safetensors, .gguf; case-insensitive), QTK_CKPT_UNKNOWN otherwise. */
 qtk_ckpt_format qtk_ckpt_format_from_path(const char *path);
 
 /* Element types of raw tensors: the union of what the formats can name. Each format maps
@@ -91,6 +92,16 @@ typedef struct qtk_ckpt_tensor {
     /* Burn's parameter id (burnpack); carried through safetensors as metadata. */
     bool has_param_id;
     uint64_t param_id;
+    /* Set by readers that translate a tensor (GGUF): the file's own name for its type
+     * ("Q6_K", static storage or the description's arena) and the bytes it takes in the
+     * file; NULL and 0 otherwise. A writer of that format takes file_type as a hint for
+     * which of its types to write. */
+    const char *file_type;
+    size_t file_bytes;
+    /* true: no qtk scheme holds the file's type exactly, so the reader decodes it to the
+     * raw elem (GGUF's Q4_K becomes F32, bit for bit as ggml dequantizes it); converting
+     * such a tensor to a scheme is a re-quantization. */
+    bool decoded;
 } qtk_ckpt_tensor;
 
 typedef struct qtk_ckpt_kv {

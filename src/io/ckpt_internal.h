@@ -29,6 +29,7 @@ struct qtk_ckpt {
     qtk__ckpt_loc *loc;   /* parallel to desc.tensors */
     size_t cap_loc;
     qtk_ckpt_facts facts;
+    void *priv;           /* the format's own reader state (ops->close frees it) */
 };
 
 struct qtk_ckpt_writer {
@@ -39,6 +40,7 @@ struct qtk_ckpt_writer {
     size_t pos;           /* bytes written into the data section */
     size_t *offsets;      /* per tensor: start relative to the data section (set by begin) */
     size_t data_end;      /* relative end of the last tensor */
+    void *priv;           /* the format's own writer state (ops->wfree frees it) */
 };
 
 typedef struct qtk__ckpt_ops {
@@ -54,10 +56,19 @@ typedef struct qtk__ckpt_ops {
     /* Optional: writes tensor w->next (NULL: zero-fill up to its offset, then the bytes as
      * they are — right for formats that store Burn's layout). */
     qtk_status (*put)(qtk_ckpt_writer *w, const uint8_t *bytes, size_t len);
+    /* Optional: produces tensor i's bytes (a format whose tensors are not stored in the
+     * description's layout and must be translated on load, GGUF); sets v->data and, for a
+     * buffer it allocated, v->owned (freed by qtk_ckpt_unload). NULL: the bytes are the
+     * file's pieces (c->loc). */
+    qtk_status (*load)(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
+    /* Optional: frees c->priv / w->priv. */
+    void (*close)(qtk_ckpt *c);
+    void (*wfree)(qtk_ckpt_writer *w);
 } qtk__ckpt_ops;
 
 extern const qtk__ckpt_ops qtk__burnpack_ops;
 extern const qtk__ckpt_ops qtk__safetensors_ops;
+extern const qtk__ckpt_ops qtk__gguf_ops;
 
 /* Appends a location for the tensor just added to c->desc. */
 qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc);

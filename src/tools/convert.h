@@ -21,6 +21,10 @@ typedef struct qtk_convert_opts {
     qtk_progress_fn progress;   /* optional, called after each tensor */
     /* optional, called once per tensor before any data is written */
     void (*plan)(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d);
+    /* optional, called after each re-quantization — a quantized tensor, or one a reader decoded
+     * from a quantized type (GGUF's Q4_K), quantized to another scheme — with its SQNR in dB
+     * against the values it had (+inf when nothing changed) */
+    void (*requantized)(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, double sqnr_db);
     void *ctx;
 } qtk_convert_opts;
 

@@ -16,6 +16,9 @@ static qtk_status add_row(qtk_eval_result *r, const qtk_ckpt_tensor *t) {
         qtk_status st = qtk_scheme_format(&t->scheme, spec, sizeof spec, NULL);
         if (st) return st;
         stored = spec;
+    } else if (t->decoded && t->file_type) { /* GGUF's Q4_K, read as F32 */
+        snprintf(spec, sizeof spec, "%s (ggml %s)", qtk_elem_name(t->elem), t->file_type);
+        stored = spec;
     }
     row->name = qtk_arena_strdup(&r->arena, t->name);
     row->stored = qtk_arena_strdup(&r->arena, stored);

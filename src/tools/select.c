@@ -134,9 +134,11 @@ static void apply(const qtk_select *s, const qtk_target *tg, const qtk_ckpt_tens
     if (tg->kind == QTK_TARGET_KEEP) {
         d->act = QTK_ACT_KEEP;
     } else if (tg->kind == QTK_TARGET_NONE) {
-        d->act = t->quantized ? QTK_ACT_DEQUANTIZE : QTK_ACT_KEEP;
+        /* a tensor the reader decoded from a quantized type (GGUF's Q4_K) counts as quantized */
+        bool q = t->quantized || t->decoded;
+        d->act = q ? QTK_ACT_DEQUANTIZE : QTK_ACT_KEEP;
         d->elem = s->out_elem;
-        if (!t->quantized) snprintf(d->why, sizeof d->why, "not quantized");
+        if (!q) snprintf(d->why, sizeof d->why, "not quantized");
     } else if (t->quantized && qtk_scheme_equal(&t->scheme, &tg->scheme)) {
         d->act = QTK_ACT_KEEP;
         snprintf(d->why, sizeof d->why, "already in the scheme");
