@@ -2,6 +2,8 @@
  * with the right format, handing out tensors, and the streaming writer. */
 #include "ckpt_internal.h"
 
+#include "io/hub.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -244,7 +246,7 @@ static qtk_status open_map(qtk_ckpt *c) {
     return QTK_OK;
 }
 
-static qtk_status new_ckpt(const char *name, qtk_ckpt **out) {
+qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out) {
     *out = NULL;
     qtk_ckpt *c = calloc(1, sizeof *c);
     if (c) c->name = malloc(strlen(name) + 1);
@@ -258,10 +260,13 @@ static qtk_status new_ckpt(const char *name, qtk_ckpt **out) {
     return QTK_OK;
 }
 
-qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) {
+/* A file, an index or a directory; Hub layouts are recognised (hub.c). */
+qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) { return qtk_hub_open(path, QTK_LAYOUT_AUTO, out); }
+
+qtk_status qtk__ckpt_open_file(const char *path, qtk_ckpt **out) {
     if (!path || !out) return qtk__err(QTK_E_ARG, "qtk_ckpt_open: NULL argument");
     qtk_ckpt *c;
-    qtk_status st = new_ckpt(path, &c);
+    qtk_status st = qtk__ckpt_new(path, &c);
     if (st) return st;
     st = qtk_map_open(path, &c->map);
     if (!st) st = open_map(c);
@@ -276,10 +281,11 @@ qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) {
 qtk_status qtk_ckpt_open_buffer(const void *data, size_t len, const char *name, qtk_ckpt **out) {
     if ((!data && len) || !out) return qtk__err(QTK_E_ARG, "qtk_ckpt_open_buffer: NULL argument");
     qtk_ckpt *c;
-    qtk_status st = new_ckpt(name ? name : "(buffer)", &c);
+    qtk_status st = qtk__ckpt_new(name ? name : "(buffer)", &c);
     if (st) return st;
     qtk_map_borrow(&c->map, data, len);
     st = open_map(c);
+    if (!st && c->fmt == QTK_CKPT_SAFETENSORS) st = qtk__hub_wrap(&c, NULL); /* names alone: no config beside */
     if (st) {
         qtk_ckpt_close(c);
         return st;
@@ -290,6 +296,7 @@ qtk_status qtk_ckpt_open_buffer(const void *data, size_t len, const char *name, 
 
 void qtk_ckpt_close(qtk_ckpt *c) {
     if (!c) return;
+    if (c->virt) c->virt->close(c->impl);
     qtk_map_close(&c->map);
     qtk_ckpt_desc_free(&c->desc);
     free(c->loc);
@@ -301,6 +308,7 @@ qtk_ckpt_format qtk_ckpt_format_of(const qtk_ckpt *c) { return c ? c->fmt : QTK_
 const qtk_ckpt_desc *qtk_ckpt_desc_of(const qtk_ckpt *c) { return c ? &c->desc : NULL; }
 void qtk_ckpt_facts_of(const qtk_ckpt *c, qtk_ckpt_facts *f) { *f = c->facts; }
 size_t qtk_ckpt_offset_of(const qtk_ckpt *c, size_t i) {
+    if (c->virt) return i < c->desc.n_tensors ? c->virt->offset_of(c, i) : 0;
     return i < c->desc.n_tensors && c->loc[i].n ? c->loc[i].piece[0].off : 0;
 }
 
@@ -308,11 +316,18 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     memset(v, 0, sizeof *v);
     if (!c || i >= c->desc.n_tensors) return qtk__err(QTK_E_ARG, "qtk_ckpt_load: no tensor %zu", i);
     const qtk_ckpt_tensor *t = &c->desc.tensors[i];
-    const qtk__ckpt_loc *loc = &c->loc[i];
+    const qtk__ckpt_loc *loc = c->virt ? NULL : &c->loc[i];
     static const uint8_t empty[1];
     v->index = i;
     v->len = t->nbytes;
-    if (loc->n == 1) {
+    if (c->virt) {
+        qtk_status st = c->virt->load(c, i, v);
+        if (st) {
+            free(v->owned);
+            memset(v, 0, sizeof *v);
+            return st;
+        }
+    } else if (loc->n == 1) {
         v->data = loc->piece[0].len ? c->map.data + loc->piece[0].off : empty;
     } else {
         /* Pieces were checked at open to add up to nbytes and lie inside the file. */
@@ -338,6 +353,10 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
 
 void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v) {
     if (!c || !v || v->index >= c->desc.n_tensors) return;
+    if (c->virt) {
+        c->virt->drop_pages(c, v->index);
+        return;
+    }
     const qtk__ckpt_loc *loc = &c->loc[v->index];
     for (unsigned k = 0; k < loc->n; k++) qtk_map_release(&c->map, loc->piece[k].off, loc->piece[k].len);
 }
@@ -397,6 +416,7 @@ qtk_status qtk_ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk
         qtk_ckpt_writer_abort(w);
         return st;
     }
+    w->data_start = w->file.written;
     *out = w;
     return QTK_OK;
 }
@@ -428,6 +448,25 @@ qtk_status qtk_ckpt_writer_put(qtk_ckpt_writer *w, const void *bytes, size_t len
     return QTK_OK;
 }
 
+qtk_status qtk__ckpt_writer_put_at(qtk_ckpt_writer *w, size_t j, const void *bytes, size_t len) {
+    if (!w || j >= w->desc->n_tensors) return qtk__err(QTK_E_ARG, "qtk__ckpt_writer_put_at: no tensor %zu", j);
+    const qtk_ckpt_tensor *t = &w->desc->tensors[j];
+    if (w->ops->put) return qtk__err(QTK_E_INTERNAL, "format %s writes tensors in order only", w->ops->name);
+    if (w->next != 0 && !w->put_done) return qtk__err(QTK_E_INTERNAL, "put_at after put on '%s'", w->file.path);
+    if (!w->put_done && !(w->put_done = calloc(w->desc->n_tensors, 1))) return qtk__err(QTK_E_NOMEM, "out of memory");
+    if (w->put_done[j]) return qtk__err(QTK_E_INTERNAL, "tensor '%s' written twice", t->name);
+    if (len != t->nbytes) return qtk__err(QTK_E_LENGTH, "tensor '%s' takes %zu bytes; got %zu", t->name, t->nbytes, len);
+    if (t->quantized) {
+        qtk_status st = qtk_bytes_check(bytes, len, t->shape, t->rank, &t->scheme);
+        if (st) return qtk__err_context(st, "tensor '%s'", t->name);
+    }
+    qtk_status st = qtk_afile_write_at(&w->file, w->data_start + w->offsets[j], bytes, len);
+    if (st) return st;
+    w->put_done[j] = 1;
+    w->next++; /* a count here: commit checks that all were written */
+    return QTK_OK;
+}
+
 qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
     if (!w) return qtk__err(QTK_E_ARG, "qtk_ckpt_writer_commit: writer is NULL");
     qtk_status st = QTK_OK;
@@ -438,6 +477,7 @@ qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
         return st;
     }
     st = qtk_afile_commit(&w->file); /* removes the temporary file itself on failure */
+    free(w->put_done);
     free(w->offsets);
     free(w);
     return st;
@@ -446,6 +486,7 @@ qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
 void qtk_ckpt_writer_abort(qtk_ckpt_writer *w) {
     if (!w) return;
     qtk_afile_abort(&w->file);
+    free(w->put_done);
     free(w->offsets);
     free(w);
 }

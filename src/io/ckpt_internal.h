@@ -21,6 +21,16 @@ typedef struct qtk__ckpt_loc {
     unsigned n;
 } qtk__ckpt_loc;
 
+/* A logical checkpoint built over other open checkpoints (hub.c: Hugging Face layouts and
+ * sharded checkpoints) hands its tensors out itself: when virt is set, map and loc are
+ * unused and these replace them. */
+typedef struct qtk__ckpt_virt {
+    qtk_status (*load)(qtk_ckpt *c, size_t i, qtk_ckpt_view *v); /* v->owned is freed by unload */
+    void (*drop_pages)(qtk_ckpt *c, size_t i);
+    size_t (*offset_of)(const qtk_ckpt *c, size_t i);
+    void (*close)(void *impl);
+} qtk__ckpt_virt;
+
 struct qtk_ckpt {
     qtk_ckpt_format fmt;
     char *name;           /* path, for messages */
@@ -29,6 +39,8 @@ struct qtk_ckpt {
     qtk__ckpt_loc *loc;   /* parallel to desc.tensors */
     size_t cap_loc;
     qtk_ckpt_facts facts;
+    const qtk__ckpt_virt *virt;
+    void *impl;
 };
 
 struct qtk_ckpt_writer {
@@ -39,6 +51,8 @@ struct qtk_ckpt_writer {
     size_t pos;           /* bytes written into the data section */
     size_t *offsets;      /* per tensor: start relative to the data section (set by begin) */
     size_t data_end;      /* relative end of the last tensor */
+    size_t data_start;    /* absolute start of the data section (set after begin) */
+    uint8_t *put_done;    /* qtk__ckpt_writer_put_at: which tensors are written (else NULL) */
 };
 
 typedef struct qtk__ckpt_ops {
@@ -58,6 +72,17 @@ typedef struct qtk__ckpt_ops {
 
 extern const qtk__ckpt_ops qtk__burnpack_ops;
 extern const qtk__ckpt_ops qtk__safetensors_ops;
+
+/* Opens one file as it is (qtk_ckpt_open adds Hub layouts and shards on top, hub.c). */
+qtk_status qtk__ckpt_open_file(const char *path, qtk_ckpt **out);
+/* A fresh, empty checkpoint object named name (for logical checkpoints). */
+qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out);
+/* hub.c: c, just opened from a safetensors file in directory dir (NULL for a buffer), is
+ * replaced by a logical checkpoint when its tensors follow a Hub layout. */
+qtk_status qtk__hub_wrap(qtk_ckpt **c, const char *dir);
+/* Writes tensor j of the writer's description at its place, in any order (formats without
+ * a put hook); commit still checks that every tensor was written once. */
+qtk_status qtk__ckpt_writer_put_at(qtk_ckpt_writer *w, size_t j, const void *bytes, size_t len);
 
 /* Appends a location for the tensor just added to c->desc. */
 qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc);
