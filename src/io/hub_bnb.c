@@ -180,7 +180,7 @@ static qtk_status one(qtk_hub *h, const char *x, hub_raw *w, hub_raw *am) {
     s = qtk__ckpt_resolve_table(&tab, hub_bytes(h, qm), 16, nf ? "nf4" : "bnb_fp4");
     if (s) return qtk__err_context(s, "'%s.quant_map'", x);
     /* Blocks lie within rows when the last dim is a multiple of B (and of 8, for whole words). */
-    bool rows = b.rank >= 1 && b.shape[b.rank - 1] % B == 0 && b.shape[b.rank - 1] % 8 == 0;
+    bool rows = b.rank == 1 || (b.rank > 1 && b.shape[b.rank - 1] % B == 0 && b.shape[b.rank - 1] % 8 == 0);
     size_t *shape = hub_alloc(h, QTK_MAX_RANK * sizeof *shape);
     if (!shape) return qtk__err(QTK_E_NOMEM, "out of memory");
     if (rows) {

@@ -132,10 +132,9 @@ qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
     int r = t->rank;
     hub_wpiece *v, *s, *x = NULL;
     size_t shape[QTK_MAX_RANK], one[1] = {1};
-    for (int k = 0; k < r; k++) shape[k] = L.storage_shape[k] * L.unit_bytes;
+    for (int k = 0; k < r; k++) shape[k] = L.storage_shape[k]; /* storage units: bytes, or words for u32 */
     const char *vs = a.kind == WK_FLOAT || a.kind == WK_INT8 ? "" : "_packed";
     if (a.kind == WK_PACK) {
-        shape[1] /= 4; /* I32 words */
         v = hub_wpiece_add(wc, w, t, vs, QTK_ELEM_I32, shape, 2, L.value_bytes);
         if (v) v->encode = enc_pack;
     } else if (a.kind == WK_FLOAT || a.kind == WK_INT8) {

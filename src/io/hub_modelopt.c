@@ -285,7 +285,7 @@ static qtk_status plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
     w->kind = kind;
     size_t shape[QTK_MAX_RANK];
     int r = t->rank;
-    for (int k = 0; k < r; k++) shape[k] = L.storage_shape[k] * L.unit_bytes;
+    for (int k = 0; k < r; k++) shape[k] = L.storage_shape[k]; /* packed/native: units are bytes */
     qtk_elem ve = kind <= K_MXFP4 ? QTK_ELEM_U8 : QTK_ELEM_F8_E4M3;
     hub_wpiece *v = hub_wpiece_add(wc, w, t, "", ve, kind <= K_MXFP4 ? shape : t->shape, r, L.value_bytes);
     size_t o[1] = {r ? t->shape[0] : 1};
