@@ -65,6 +65,8 @@ void cli_json_num(FILE *f, double v);
 
 /* Prints a checkpoint's listing (qtk inspect), as text or JSON. */
 int cli_inspect_print(FILE *f, const char *path, bool json);
+/* The same, read in a layout (NULL: detect; see qtk_hub_layout_parse). */
+int cli_inspect_print_as(FILE *f, const char *path, bool json, const char *layout);
 
 /* Prints eval results as tables (qtk eval); summary: the totals only. */
 void cli_eval_print(FILE *f, const char *path, const qtk_eval_result *r, bool summary);

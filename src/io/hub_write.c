@@ -15,6 +15,7 @@
 #include "tools/values.h"
 
 #include <dirent.h>
+#include <stdatomic.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -247,8 +248,11 @@ static qtk_status plan_config(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
     if (!w->conv) {
         /* qtk's convention (or nothing quantized): the model's config without a
          * quantization_config, which would describe the source's layout */
+        if (cfg && (json_object_del(cfg, "quantization_config"), json_object_size(cfg) == 0)) {
+            json_decref(cfg); /* nothing but the source's quantization config: no config.json */
+            cfg = NULL;
+        }
         if (cfg) {
-            json_object_del(cfg, "quantization_config");
             w->config_text = dump(cfg, JSON_INDENT(2));
             json_decref(cfg);
             if (!w->config_text) return qtk__err(QTK_E_NOMEM, "out of memory");
@@ -350,20 +354,25 @@ static qtk_status check_targets(qtk_hub_writer *w) {
     return QTK_OK;
 }
 
+/* A fresh directory beside the target. Not mkdtemp: its 0700 mode would become the output
+ * directory's; mkdir with 0777 lets the umask decide, as for any new directory. */
 static qtk_status make_tmpdir(qtk_hub_writer *w) {
     size_t n = strlen(w->out);
     while (n > 1 && w->out[n - 1] == '/') n--;
-    char *t = malloc(n + 16);
+    char *t = malloc(n + 48);
     if (!t) return qtk__err(QTK_E_NOMEM, "out of memory");
-    memcpy(t, w->out, n);
-    memcpy(t + n, ".qtk-tmp-XXXXXX", 16);
-    if (!mkdtemp(t)) {
-        int e = errno;
-        free(t);
-        return qtk__err(QTK_E_IO, "cannot create a directory beside '%s': %s", w->out, strerror(e));
+    static atomic_ulong counter; /* distinct names for writers in several threads */
+    for (int tries = 0; tries < 100; tries++) {
+        snprintf(t, n + 48, "%.*s.qtk-tmp-%ld-%lu", (int)n, w->out, (long)getpid(), atomic_fetch_add(&counter, 1));
+        if (mkdir(t, 0777) == 0) {
+            w->tmpdir = t;
+            return QTK_OK;
+        }
+        if (errno != EEXIST) break;
     }
-    w->tmpdir = t;
-    return QTK_OK;
+    int e = errno;
+    free(t);
+    return qtk__err(QTK_E_IO, "cannot create a directory beside '%s': %s", w->out, strerror(e));
 }
 
 static void remove_tmpdir(qtk_hub_writer *w) {
