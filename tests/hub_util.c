@@ -36,6 +36,19 @@ bool st_write(const char *path, const st_entry_t *e, size_t n, const char *meta_
     return ok;
 }
 
+char *text_read(const char *path) {
+    size_t n;
+    uint8_t *b = slurp(path, &n);
+    if (!b) return NULL;
+    char *s = realloc(b, n + 1);
+    if (!s) {
+        free(b);
+        return NULL;
+    }
+    s[n] = '\0';
+    return s;
+}
+
 bool text_write(const char *path, const char *text) {
     FILE *f = fopen(path, "wb");
     if (!f) return false;

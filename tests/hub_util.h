@@ -19,6 +19,8 @@ typedef struct {
 /* Writes a safetensors file of these tensors (in this order) with optional __metadata__ JSON
  * ("" for none). Returns false on failure. */
 bool st_write(const char *path, const st_entry_t *e, size_t n, const char *meta_json);
+/* A whole file as a NUL-terminated string (malloc'ed), or NULL. */
+char *text_read(const char *path);
 /* Writes text to path. */
 bool text_write(const char *path, const char *text);
 

@@ -141,11 +141,11 @@ static void deepseek_fp8_to_bf16(void) {
     }
     size_t n;
     snprintf(p, sizeof p, "%s/model.safetensors.index.json", out);
-    char *idx = (char *)slurp(p, &n);
+    char *idx = text_read(p);
     CHECK(idx && !strstr(idx, "scale_inv") && strstr(idx, "\"model.layers.0.mlp.up_proj.weight\": \"model-00003-of-00003"));
     free(idx);
     snprintf(p, sizeof p, "%s/config.json", out);
-    char *cfg = (char *)slurp(p, &n);
+    char *cfg = text_read(p);
     CHECK(cfg && !strstr(cfg, "quantization_config") && strstr(cfg, "DeepseekV3ForCausalLM") && strstr(cfg, "torch_dtype"));
     free(cfg);
 

@@ -2,7 +2,7 @@
  * §2.6 and the ModelOpt NVFP4 file of §3.6 are read into the stated qtk payloads and values,
  * and writing those qtk tensors in the same layouts reproduces the files byte for byte; the
  * §3.6 weight in compressed-tensors form has the stated weight_global_scale (1024 = 1/g). */
-#include "ckpt_util.h"
+#include "hub_util.h"
 
 #include "io/hub.h"
 
@@ -120,8 +120,7 @@ static void gptoss_mxfp4(void) {
         tmp_dir_make();
         CHECK_OK(rewrite(c, tmp_path("g.safetensors"), QTK_LAYOUT_GPT_OSS));
         CHECK_MSG(same_as_hex(tmp_path("g.safetensors"), gptoss_hex), "gpt-oss rewrite differs from §2.6");
-        size_t cl;
-        char *cfg = (char *)slurp(tmp_path("config.json"), &cl);
+        char *cfg = text_read(tmp_path("config.json"));
         CHECK(cfg && strstr(cfg, "\"quant_method\": \"mxfp4\""));
         free(cfg);
         /* and the directory reads back as gpt-oss, from its config this time */

@@ -417,7 +417,7 @@ static qtk_status infer(qtk_hub *h, const weight *w, ct_args *a) {
         return qtk__err(QTK_E_FORMAT, "'%s' [%s] with '%s' [%s]: without config.json qtk cannot tell the group or block size",
                         w->x, hub_shape(sh, w->rank, b1, sizeof b1), s->name, hub_shape(s->shape, s->rank, b2, sizeof b2));
     if (w->kind == W_NVFP4 && a->strategy == CT_GROUP) a->strategy = CT_TENSOR_GROUP;
-    if (a->strategy == CT_GROUP || a->strategy == CT_BLOCK)
+    if ((a->strategy == CT_GROUP && w->kind != W_MXFP4) || a->strategy == CT_BLOCK) /* MXFP4's 32 is fixed */
         return hub_notice(h, w->x, "no config.json: %s inferred from the scale shape (%lld%s%lld)",
                           a->strategy == CT_GROUP ? "group size" : "block size", a->strategy == CT_GROUP ? a->G : a->bh,
                           a->strategy == CT_GROUP ? "" : "x", a->strategy == CT_GROUP ? 0LL : a->bw);

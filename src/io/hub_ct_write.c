@@ -98,6 +98,19 @@ static qtk_status enc_global(hub_wctx *wc, const hub_wpiece *p, const qtk_ckpt_t
     for (size_t i = 0; i < L.scale_bytes; i++) present[bytes[L.scales_offset + i] & 0x7F] = true;
     float g = qtk__bits_f32(qtk__ld32(bytes + L.global_offset)), G;
     bool exact;
+    /* The source's own divisor, when it reads back to this g: g alone does not always
+     * determine G (1/x maps neighbouring divisors to one g), so a compressed-tensors
+     * checkpoint written again keeps its bytes. */
+    const hub_raw *src = wc->src ? hub_find(wc->src, t->name, "_global_scale") : NULL;
+    if (src && src->t->elem == QTK_ELEM_F32 && src->t->nbytes == 4) {
+        float Gs = qtk__bits_f32(qtk__ld32(hub_bytes(wc->src, src)));
+        bool ex;
+        if (Gs > 0.0f && qtk__isfinite(Gs) &&
+            qtk__f32_bits(hub_ct_global_from_divisor(Gs, present, &ex)) == qtk__f32_bits(g)) {
+            qtk__st32(out, qtk__f32_bits(Gs));
+            return QTK_OK;
+        }
+    }
     if (!(g > 0.0f)) {
         /* an all-zero tensor: any divisor gives zeros; 1 is what a reader expects */
         G = 1.0f;

@@ -157,6 +157,7 @@ struct hub_wctx {
     const json_t *src_qcfg;    /* the source's quantization config if the source has this layout */
     const json_t *src_hfq;     /* the source's hf_quant_config.json if it has this layout */
     const json_t *src_config;  /* the source's config.json (any layout), or NULL */
+    const qtk_hub *src;        /* the source checkpoint's hub (any layout), or NULL */
     qtk_arena *arena;
     qtk_hub_notice_fn notice;
     void *ctx;

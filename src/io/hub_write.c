@@ -241,6 +241,7 @@ static qtk_status plan_config(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
     const qtk_hub *src = hub_of(o->source);
     bool same = src && src->layout == w->layout;
     w->wc.src_config = src ? src->config : NULL;
+    w->wc.src = src;
     w->wc.src_qcfg = same && src->qcfg != src->hfq ? src->qcfg : NULL;
     w->wc.src_hfq = same ? src->hfq : NULL;
     json_t *cfg = src && src->config ? json_deep_copy(src->config) : NULL;
