@@ -78,8 +78,10 @@ hub_raw *hub_find(const qtk_hub *h, const char *name, const char *suffix) {
     return NULL;
 }
 
-const char *hub_file(const qtk_hub *h, const hub_raw *r) {
-    const char *p = h->shard_path[r->shard], *s = strrchr(p, '/');
+const char *hub_file(const qtk_hub *h, const hub_raw *r) { return h->shard_path[r->shard]; }
+
+static const char *base_name(const char *p) {
+    const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
 }
 
@@ -460,13 +462,8 @@ static qtk_status index_raw(qtk_hub *h) {
     for (size_t i = 1; i < n; i++)
         if (strcmp(h->by_name[i - 1]->t->name, h->by_name[i]->t->name) == 0)
             return qtk__err(QTK_E_FORMAT, "tensor '%s' is in both '%s' and '%s'", h->by_name[i]->t->name,
-                            hub_file(h, h->by_name[i - 1]), hub_file(h, h->by_name[i]));
+                            base_name(hub_file(h, h->by_name[i - 1])), base_name(hub_file(h, h->by_name[i])));
     return QTK_OK;
-}
-
-static const char *base_name(const char *p) {
-    const char *s = strrchr(p, '/');
-    return s ? s + 1 : p;
 }
 
 /* The index's weight_map against the shards: each entry names a tensor its file holds (qtk's
@@ -478,9 +475,9 @@ static qtk_status check_weight_map(qtk_hub *h, const json_t *wm) {
         if (!f)
             return qtk__err(QTK_E_FORMAT, "'%s': tensor '%s' of '%s' is not in the index's weight_map", h->index_file,
                             r->t->name, hub_file(h, r));
-        if (strcmp(base_name(f), hub_file(h, r)) != 0)
+        if (strcmp(base_name(f), base_name(hub_file(h, r))) != 0)
             return qtk__err(QTK_E_FORMAT, "'%s': the weight_map puts tensor '%s' in '%s', but it is in '%s'", h->index_file,
-                            r->t->name, f, hub_file(h, r));
+                            r->t->name, f, base_name(hub_file(h, r)));
     }
     static const char *const qtk_suffix[] = {".qtk_scales", ".qtk_global", ".qtk_table"};
     for (void *it = json_object_iter((json_t *)(uintptr_t)wm); it; it = json_object_iter_next((json_t *)(uintptr_t)wm, it)) {

@@ -84,7 +84,7 @@ struct qtk_hub {
 
 /* The raw entry named name + suffix, or NULL. */
 hub_raw *hub_find(const qtk_hub *h, const char *name, const char *suffix);
-/* The shard file a raw entry is in (for messages). */
+/* The shard file a raw entry is in, as its path was given (for messages). */
 const char *hub_file(const qtk_hub *h, const hub_raw *r);
 /* A raw entry's bytes in its shard's map (raw entries are stored in one piece). */
 const uint8_t *hub_bytes(const qtk_hub *h, const hub_raw *r);
