@@ -124,7 +124,7 @@ static void notices(void) {
     CHECK(run("convert zp zp-bf16 --scheme none --dtype bf16") == 0);
     CHECK_MSG(strstr(err, "note: 'm.o_proj.weight': an asymmetric zero point has no qtk scheme: dequantized to F32"), "%s",
               err);
-    CHECK(run("inspect zp") == 0 && strstr(out, "notices   'm.o_proj.weight': an asymmetric zero point"));
+    CHECK(run("inspect zp") == 0 && strstr(out, "notice    'm.o_proj.weight': an asymmetric zero point"));
 }
 
 int main(int argc, char **argv) {

@@ -57,6 +57,9 @@ static const char usage[] =
 typedef struct {
     cli_progress bar;
     bool verbose;
+    /* notices, printed grouped after the conversion */
+    const char **tensor, **text;
+    size_t n_notices;
 } convert_ctx;
 
 static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d) {
@@ -70,10 +73,27 @@ static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor 
            d->act == QTK_ACT_KEEP ? "" : " -> ", d->act == QTK_ACT_KEEP ? "" : to, d->why);
 }
 
+static char *dup_or_null(const char *s) {
+    if (!s) return NULL;
+    char *d = malloc(strlen(s) + 1);
+    if (d) strcpy(d, s);
+    return d;
+}
+
 static void on_notice(void *ctx, const char *tensor, const char *text) {
-    (void)ctx;
-    if (tensor) fprintf(stderr, "qtk convert: note: '%s': %s\n", tensor, text);
-    else fprintf(stderr, "qtk convert: note: %s\n", text);
+    convert_ctx *c = ctx;
+    const char **a = realloc(c->tensor, (c->n_notices + 1) * sizeof *a), **b = a ? realloc(c->text, (c->n_notices + 1) * sizeof *b) : NULL;
+    if (a) c->tensor = a;
+    if (b) c->text = b;
+    char *t = dup_or_null(tensor), *x = dup_or_null(text);
+    if (!a || !b || !x || (tensor && !t)) { /* out of memory: say it now, ungrouped */
+        fprintf(stderr, "qtk convert: note: %s%s%s%s\n", tensor ? "'" : "", tensor ? tensor : "", tensor ? "': " : "", text);
+        free(t);
+        free(x);
+        return;
+    }
+    c->tensor[c->n_notices] = t;
+    c->text[c->n_notices++] = x;
 }
 
 /* "5GB", "500MB", "64KiB", "1000000" */
@@ -169,6 +189,10 @@ int cmd_convert(int argc, char **argv) {
     st = qtk_convert_file(pos[0], pos[1], &o, &s);
     double dt = cli_now() - t0;
     cli_progress_end(&ctx.bar);
+    cli_notices_print(stderr, "qtk convert: note: ", ctx.tensor, ctx.text, ctx.n_notices);
+    for (size_t i = 0; i < ctx.n_notices; i++) free((void *)(uintptr_t)ctx.tensor[i]), free((void *)(uintptr_t)ctx.text[i]);
+    free(ctx.tensor);
+    free(ctx.text);
     if (st) {
         rc = cli_fail(cmd, st, "'%s' -> '%s'", pos[0], pos[1]);
     } else {

@@ -4,6 +4,7 @@
 #include "io/checkpoint.h"
 #include "io/hub.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
@@ -161,9 +162,13 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
         case QTK_SCALAR_BOOL: fprintf(f, "Bool %s\n", s->b ? "true" : "false"); break;
         }
     }
-    for (size_t k = 0; k < hi.n_notices; k++)
-        fprintf(f, "%s %s%s%s%s\n", k ? "         " : "notices  ", hi.notices[k].tensor ? "'" : "",
-                hi.notices[k].tensor ? hi.notices[k].tensor : "", hi.notices[k].tensor ? "': " : "", hi.notices[k].text);
+    if (hi.n_notices) {
+        const char **t = malloc(hi.n_notices * sizeof *t), **x = malloc(hi.n_notices * sizeof *x);
+        for (size_t k = 0; t && x && k < hi.n_notices; k++) t[k] = hi.notices[k].tensor, x[k] = hi.notices[k].text;
+        if (t && x) cli_notices_print(f, "notice    ", t, x, hi.n_notices);
+        free(t);
+        free(x);
+    }
 }
 
 int cli_inspect_print(FILE *f, const char *path, bool json) { return cli_inspect_print_as(f, path, json, NULL); }

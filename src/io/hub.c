@@ -560,7 +560,8 @@ static qtk_status build(qtk_ckpt **shards, char **paths, size_t n, const char *d
         hub_free(h, true);
         return st;
     }
-    if (n == 1 && !index_file && h->n_notices == 0 && (h->layout == QTK_LAYOUT_NONE || h->layout == QTK_LAYOUT_QTK)) {
+    if (n == 1 && !index_file && h->n_notices == 0 && forced == QTK_LAYOUT_AUTO &&
+        (h->layout == QTK_LAYOUT_NONE || h->layout == QTK_LAYOUT_QTK)) {
         *out = shards[0]; /* a plain file: no logical layer needed */
         hub_free(h, false);
         return QTK_OK;

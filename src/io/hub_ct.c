@@ -87,8 +87,8 @@ static qtk_status decode_nvfp4(qtk_hub *h, const char *name, const hub_item *it,
     memcpy(out + nv, part[1], ns);
     qtk__st32(out + nv + ns, qtk__f32_bits(g));
     if (!exact)
-        return hub_notice(h, name, "no f32 global scale reproduces every block scale / weight_global_scale (%.9g) exactly: "
-                          "g = 1/G is used, dequantized values may differ by one ulp of the effective scale", (double)G);
+        return hub_notice(h, name, "no f32 global scale g reproduces block scale / weight_global_scale for every block "
+                          "scale: g = 1/G, values may differ from compressed-tensors' by one ulp of the effective scale");
     return QTK_OK;
 }
 
