@@ -305,6 +305,22 @@ static void divisor_inexact(void) {
                   (double)ref);
     }
     free(y);
+    /* dequantized through qtk_hub_dequantize (what convert --scheme none uses): the reference's
+     * own s / G, bit for bit, in f32 and bf16 */
+    size_t i = tensor_index(c, "l.weight");
+    qtk_ckpt_view v;
+    float f[32];
+    uint16_t bf[32];
+    CHECK_OK(qtk_ckpt_load(c, i, &v));
+    CHECK_OK(qtk_hub_dequantize(c, i, &v, QTK_DTYPE_F32, f));
+    CHECK_OK(qtk_hub_dequantize(c, i, &v, QTK_DTYPE_BF16, bf));
+    qtk_ckpt_unload(c, &v);
+    for (size_t k = 0; k < 32; k++) {
+        volatile float eff = qtk_fmt_decode(QTK_DTYPE_E4M3, sc[k / 16]) / G;
+        float ref = qtk_fmt_decode(QTK_DTYPE_E2M1, (w[k / 2] >> (4 * (k % 2))) & 15) * eff;
+        CHECK_BITS(f[k], ref);
+        CHECK_EQ_U(bf[k], qtk_fmt_encode(QTK_DTYPE_BF16, ref));
+    }
     uint8_t *b = tensor_bytes(c, "l.weight", &len);
     CHECK_OK(qtk_hub_write(tmp_path("ct4-out"), qtk_ckpt_desc_of(c), (const void *const[]){b},
                            &(qtk_hub_write_opts){.layout = QTK_LAYOUT_CT, .source = c}));

@@ -244,6 +244,19 @@ void qtk_hub_info_of(const qtk_ckpt *c, qtk_hub_info *info) {
     info->notices = h->notices;
 }
 
+qtk_status qtk_hub_dequantize(const qtk_ckpt *c, size_t i, const qtk_ckpt_view *v, qtk_dtype dtype, void *out) {
+    if (!c || !v || i >= c->desc.n_tensors) return qtk__err(QTK_E_ARG, "qtk_hub_dequantize: no tensor %zu", i);
+    const qtk_ckpt_tensor *t = &c->desc.tensors[i];
+    if (!t->quantized) return qtk__err(QTK_E_ARG, "tensor '%s' is not quantized", t->name);
+    const qtk_hub *h = hub_of(c);
+    if (h && h->item[i].deq) {
+        bool done = false;
+        qtk_status st = h->item[i].deq(h, &h->item[i], t, v->data, dtype, out, &done);
+        if (st || done) return st;
+    }
+    return qtk_dequantize_bytes(v->data, v->len, t->shape, t->rank, &t->scheme, dtype, out, t->numel);
+}
+
 size_t qtk_hub_shard_of(const qtk_ckpt *c, size_t i) {
     if (!c || c->virt != &hub_virt || i >= c->desc.n_tensors) return 0;
     const qtk_hub *h = c->impl;

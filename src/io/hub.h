@@ -71,6 +71,12 @@ void qtk_hub_info_of(const qtk_ckpt *c, qtk_hub_info *info);
 /* The shard (index into info.shards) holding tensor i's first stored piece. */
 size_t qtk_hub_shard_of(const qtk_ckpt *c, size_t i);
 
+/* Dequantizes tensor i from its loaded view v into out (numel values of f32, f16 or bf16).
+ * Where the stored convention's reference computes values qtk's scheme reproduces only to an
+ * ulp (compressed-tensors' divisor global scale), this uses the convention's own formula, so
+ * the output equals the reference; everywhere else it is qtk_dequantize_bytes. */
+qtk_status qtk_hub_dequantize(const qtk_ckpt *c, size_t i, const qtk_ckpt_view *v, qtk_dtype dtype, void *out);
+
 /* ---- writing ---- */
 
 typedef void (*qtk_hub_notice_fn)(void *ctx, const char *tensor, const char *text);

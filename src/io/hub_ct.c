@@ -88,7 +88,36 @@ static qtk_status decode_nvfp4(qtk_hub *h, const char *name, const hub_item *it,
     qtk__st32(out + nv + ns, qtk__f32_bits(g));
     if (!exact)
         return hub_notice(h, name, "no f32 global scale g reproduces block scale / weight_global_scale for every block "
-                          "scale: g = 1/G, values may differ from compressed-tensors' by one ulp of the effective scale");
+                          "scale: its nvfp4 tensor has g = 1/G (values within one ulp of the effective scale); "
+                          "dequantizing it with --scheme none uses compressed-tensors' s / G");
+    return QTK_OK;
+}
+
+/* The reference: fp4 x RN32(s / G), when no g gives exactly that (else qtk's is the same). */
+static qtk_status deq_nvfp4(const qtk_hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
+                            qtk_dtype dtype, void *out, bool *done) {
+    const qtk_ckpt_tensor *pt = h->raw[it->raw[0]].t, *stt = h->raw[it->raw[1]].t;
+    float G = qtk__bits_f32(qtk__ld32(hub_bytes(h, &h->raw[it->raw[2]])));
+    const uint8_t *scales = bytes + pt->nbytes;
+    bool present[128] = {false}, exact;
+    for (size_t i = 0; i < stt->nbytes; i++) present[scales[i] & 0x7F] = true;
+    hub_ct_global_from_divisor(G, present, &exact);
+    if (exact) return QTK_OK; /* qtk's g reproduces it: the fast path gives these values */
+    size_t K = t->shape[t->rank - 1], rows = K ? t->numel / K : 0, kb = (K + 1) / 2, kg = (K + 15) / 16;
+    float eff[128];
+    for (unsigned c = 0; c < 128; c++) {
+        volatile float q = qtk_fmt_decode(QTK_DTYPE_E4M3, c) / G; /* one f32 division, as the reference */
+        eff[c] = q;
+    }
+    for (size_t r = 0; r < rows; r++)
+        for (size_t k = 0; k < K; k++) {
+            unsigned code = (bytes[r * kb + k / 2] >> (4 * (k & 1))) & 15;
+            float v = qtk_fmt_decode(QTK_DTYPE_E2M1, code) * eff[scales[r * kg + k / 16] & 0x7F];
+            size_t j = r * K + k;
+            if (dtype == QTK_DTYPE_F32) ((float *)out)[j] = v;
+            else ((uint16_t *)out)[j] = (uint16_t)qtk_fmt_encode(dtype, v);
+        }
+    *done = true;
     return QTK_OK;
 }
 
@@ -507,6 +536,7 @@ static qtk_status add_weight(qtk_hub *h, weight *w, const ct_args *a, bool infer
                             w->x);
         p.item.raw[p.item.n++] = (size_t)(w->global - h->raw);
         p.item.decode = decode_nvfp4;
+        p.item.deq = deq_nvfp4;
         st = hub_scheme(&p.scheme, "nvfp4");
     } else if (w->kind == W_MXFP4) {
         st = hub_scheme(&p.scheme, "mxfp4");

@@ -39,11 +39,17 @@ typedef struct hub_item hub_item;
 typedef qtk_status (*hub_decode_fn)(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part,
                                     uint8_t *out);
 
+/* Dequantizes the tensor (its loaded bytes) with the convention's own formula; *done false
+ * leaves it to qtk's dequantization (which then gives the same values). */
+typedef qtk_status (*hub_deq_fn)(const qtk_hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
+                                 qtk_dtype dtype, void *out, bool *done);
+
 struct hub_item {
     size_t raw[HUB_MAX_PARTS]; /* indices into h->raw, in payload order */
     unsigned n;
     hub_decode_fn decode;      /* NULL: the parts' bytes concatenated are the tensor's bytes */
     const void *param;         /* the convention's own, in h->arena */
+    hub_deq_fn deq;            /* optional: the reference dequantization */
 };
 
 typedef struct hub_pending {

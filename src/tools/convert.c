@@ -71,7 +71,8 @@ static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckp
     qtk_status st = qtk_buf_reserve(work, ot->nbytes);
     if (st) return st;
     if (d->act == QTK_ACT_DEQUANTIZE) {
-        st = qtk_dequantize_bytes(v->data, v->len, t->shape, t->rank, &t->scheme, out_dtype(ot->elem), work->p, t->numel);
+        /* the stored convention's own formula where qtk's scheme is only within an ulp of it */
+        st = qtk_hub_dequantize(c, v->index, v, out_dtype(ot->elem), work->p);
     } else if (t->quantized) {
         /* re-quantize: qtk_convert works a slab at a time from the tensor's bytes */
         qtk_tensor *qt = NULL, *nt = NULL;
