@@ -440,6 +440,84 @@ static void modelopt_per_expert_global(void) {
     qtk_ckpt_close(c);
 }
 
+/* ---- torchao's flattening (§7): swizzled NVFP4 scales, MXTensor fp8 ---- */
+
+static uint8_t *quantized(const char *spec, const size_t *shape, int rank, uint64_t seed, size_t *n) {
+    qtk_scheme s;
+    qtk_layout L;
+    CHECK_OK(qtk_scheme_parse(spec, &s));
+    CHECK_OK(qtk_layout_compute(&s, shape, rank, &L));
+    float *x = malloc(L.numel * sizeof *x);
+    for (size_t i = 0; i < L.numel; i++) x[i] = trand_normal(&seed);
+    uint8_t *b = malloc(L.total_bytes);
+    CHECK_OK(qtk_quantize_into(x, shape, rank, &s, NULL, b, L.total_bytes));
+    free(x);
+    *n = L.total_bytes;
+    return b;
+}
+
+static void torchao_subclasses(void) {
+    /* NVFP4Tensor [130, 64]: 4 scales a row, swizzled into 2 x 1 tiles of 128 x 4 */
+    size_t nv_shape[2] = {130, 64}, mx_shape[2] = {4, 64}, nn, mn;
+    uint8_t *nv = quantized("nvfp4", nv_shape, 2, 3, &nn), *mx = quantized("mxfp8", mx_shape, 2, 4, &mn);
+    size_t vb = 130 * 32, rows = 130, cols = 4;
+    uint8_t swz[2 * 512] = {0};
+    for (size_t r = 0; r < rows; r++)
+        for (size_t c = 0; c < cols; c++) /* byte 16b + 4a + c of tile (r / 128, c / 4) holds S[r][c] */
+            swz[(r / 128) * 512 + 16 * (r % 32) + 4 * ((r % 128) / 32) + c % 4] = nv[vb + r * cols + c];
+    uint16_t plain[4] = {0x3f80, 0x4000, 0x4040, 0x4080};
+    st_entry_t e[6] = {{"m.proj._weight_per_tensor_scale", "F32", {0}, 0, nv + vb + rows * cols, 4},
+                       {"norm.weight", "BF16", {4}, 1, plain, 8},
+                       {"m.proj._weight_scale", "F8_E4M3", {64, 16}, 2, swz, sizeof swz},
+                       {"m.up._weight_qdata", "F8_E4M3", {4, 64}, 2, mx, 256},
+                       {"m.up._weight_scale", "F8_E8M0", {4, 2}, 2, mx + 256, 8},
+                       {"m.proj._weight_qdata", "U8", {130, 32}, 2, nv, vb}};
+    const char *meta =
+        "{\"format\":\"pt\",\"tensor_names\":\"[\\\"m.proj.weight\\\"]\","
+        "\"m.proj.weight\":\"{\\\"_type\\\": \\\"NVFP4Tensor\\\", \\\"_data\\\": {\\\"block_size\\\": 16, "
+        "\\\"is_swizzled_scales\\\": true, \\\"orig_dtype\\\": {\\\"_type\\\": \\\"torch.dtype\\\", "
+        "\\\"_data\\\": \\\"bfloat16\\\"}}, \\\"_tensor_data_names\\\": [\\\"qdata\\\", \\\"scale\\\", "
+        "\\\"per_tensor_scale\\\"]}\","
+        "\"m.up.weight\":\"{\\\"_type\\\": \\\"MXTensor\\\", \\\"_data\\\": {\\\"block_size\\\": 32, "
+        "\\\"elem_dtype\\\": {\\\"_type\\\": \\\"torch.dtype\\\", \\\"_data\\\": \\\"float8_e4m3fn\\\"}, "
+        "\\\"is_swizzled_scales\\\": false}}\","
+        "\"norm.weight\":\"{\\\"_type\\\": \\\"Tensor\\\"}\"}";
+    const char *d = dir_for("torchao");
+    char p[1024];
+    snprintf(p, sizeof p, "%s/model.safetensors", d);
+    CHECK(st_write(p, e, 6, meta));
+    qtk_ckpt *c = open_dir(d);
+    if (!c) return;
+    qtk_hub_info hi;
+    qtk_hub_info_of(c, &hi);
+    CHECK(hi.layout == QTK_LAYOUT_TORCHAO);
+    const qtk_ckpt_desc *dd = qtk_ckpt_desc_of(c);
+    CHECK_EQ_U(dd->n_tensors, 3);
+    CHECK_EQ_U(dd->n_meta, 1); /* {"format": "pt"}: the subclass descriptions are not file metadata */
+    size_t len;
+    uint8_t *b = tensor_bytes(c, "m.proj.weight", &len);
+    CHECK_MSG(b && len == nn && memcmp(b, nv, nn) == 0, "the unswizzled NVFP4Tensor is not qtk's nvfp4 tensor");
+    free(b);
+    b = tensor_bytes(c, "m.up.weight", &len);
+    CHECK(b && len == mn && memcmp(b, mx, mn) == 0);
+    free(b);
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("mxfp8", &s));
+    size_t i = tensor_index(c, "m.up.weight");
+    CHECK(i != SIZE_MAX && qtk_scheme_equal(&dd->tensors[i].scheme, &s));
+    qtk_ckpt_close(c);
+    qtk_ckpt_desc dw;
+    qtk_ckpt_desc_init(&dw);
+    CHECK_OK(qtk_scheme_parse("nvfp4", &s));
+    CHECK_OK(qtk_ckpt_desc_add_quantized(&dw, "x.weight", &s, nv_shape, 2, NULL));
+    qtk_hub_writer *w = NULL;
+    CHECK_ERR(qtk_hub_writer_open(tmp_path("t-out"), &dw, &(qtk_hub_write_opts){.layout = QTK_LAYOUT_TORCHAO}, &w),
+              QTK_E_UNSUPPORTED, "does not write it");
+    qtk_ckpt_desc_free(&dw);
+    free(nv);
+    free(mx);
+}
+
 /* ---- HUB_LAYOUTS.md §1.8: a real file ---- */
 
 static void hadamards(void) {
@@ -491,7 +569,7 @@ int main(int argc, char **argv) {
     tmp_dir_make();
     static const test_case cases[] = {T(bnb_high_nibble_first), T(bnb_double_quant), T(multiplier_or_divisor),
                                       T(divisor_not_a_power_of_two), T(divisor_inexact), T(ct_zero_points), T(ct_activation_order),
-                                      T(modelopt_per_expert_global), T(hadamards)};
+                                      T(modelopt_per_expert_global), T(torchao_subclasses), T(hadamards)};
     int rc = test_run("hub_traps", cases, sizeof cases / sizeof cases[0], argc, argv);
     tmp_dir_remove();
     return rc;

@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 
 static const char *const layout_names[QTK_LAYOUT_COUNT_] = {
-    "auto", "none", "qtk", "gpt-oss", "modelopt", "compressed-tensors", "deepseek", "bnb",
+    "auto", "none", "qtk", "gpt-oss", "modelopt", "compressed-tensors", "deepseek", "bnb", "torchao",
 };
 
 const char *qtk_hub_layout_name(qtk_hub_layout l) {
@@ -35,7 +35,7 @@ qtk_status qtk_hub_layout_parse(const char *name, qtk_hub_layout *out) {
 }
 
 static const hub_conv *const convs[] = {&hub_gptoss_conv, &hub_modelopt_conv, &hub_ct_conv, &hub_deepseek_conv,
-                                        &hub_bnb_conv};
+                                        &hub_bnb_conv, &hub_torchao_conv};
 #define N_CONVS (sizeof convs / sizeof convs[0])
 
 const hub_conv *hub_conv_of(qtk_hub_layout l) {
@@ -527,13 +527,14 @@ static void fill_facts(qtk_hub *h) {
                  c->facts.header_bytes, qtk_hub_layout_name(h->layout));
 }
 
-/* Metadata and scalars of the shards, each key once (shards usually repeat {"format":"pt"}). */
+/* Metadata and scalars of the shards, each key once (shards usually repeat {"format":"pt"}),
+ * except keys the convention read as descriptions of its tensors. */
 static qtk_status merge_meta(qtk_hub *h) {
     qtk_ckpt_desc *d = &h->self->desc;
     for (size_t s = 0; s < h->n_shards; s++) {
         const qtk_ckpt_desc *sd = &h->shard[s]->desc;
         for (size_t i = 0; i < sd->n_meta; i++) {
-            bool seen = false;
+            bool seen = h->conv && h->conv->meta_used && h->conv->meta_used(h, sd->meta[i].key);
             for (size_t j = 0; j < d->n_meta && !seen; j++) seen = strcmp(d->meta[j].key, sd->meta[i].key) == 0;
             qtk_status st = seen ? QTK_OK : qtk_ckpt_desc_add_meta(d, sd->meta[i].key, sd->meta[i].value);
             if (st) return st;

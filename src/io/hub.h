@@ -36,10 +36,11 @@ typedef enum qtk_hub_layout {
     QTK_LAYOUT_CT,       /* compressed-tensors (llm-compressor) */
     QTK_LAYOUT_DEEPSEEK, /* block FP8: weight / weight_scale_inv (quant_method "fp8") */
     QTK_LAYOUT_BNB,      /* bitsandbytes 4-bit: weight / weight.absmax / quant_state */
+    QTK_LAYOUT_TORCHAO,  /* torchao's prototype tensor-subclass flattening: read only */
     QTK_LAYOUT_COUNT_
 } qtk_hub_layout;
 
-/* "auto", "none", "qtk", "gpt-oss", "modelopt", "compressed-tensors", "deepseek", "bnb" */
+/* "auto", "none", "qtk", "gpt-oss", "modelopt", "compressed-tensors", "deepseek", "bnb", "torchao" */
 const char *qtk_hub_layout_name(qtk_hub_layout l);
 /* Case-insensitive; also accepts "ct" and "bitsandbytes". */
 qtk_status qtk_hub_layout_parse(const char *name, qtk_hub_layout *out);

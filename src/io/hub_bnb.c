@@ -344,4 +344,4 @@ static qtk_status config(hub_wctx *wc, json_t *q, json_t **hfq) {
     return st;
 }
 
-const hub_conv hub_bnb_conv = {QTK_LAYOUT_BNB, "bnb", methods, sniff, fold, plan, config};
+const hub_conv hub_bnb_conv = {QTK_LAYOUT_BNB, "bnb", methods, sniff, fold, plan, config, NULL};

@@ -758,4 +758,4 @@ static bool sniff(const qtk_hub *h, const char **why) {
     return false;
 }
 
-const hub_conv hub_ct_conv = {QTK_LAYOUT_CT, "compressed-tensors", methods, sniff, fold, hub_ct_plan, hub_ct_config};
+const hub_conv hub_ct_conv = {QTK_LAYOUT_CT, "compressed-tensors", methods, sniff, fold, hub_ct_plan, hub_ct_config, NULL};

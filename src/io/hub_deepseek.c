@@ -153,4 +153,4 @@ static qtk_status config(hub_wctx *wc, json_t *q, json_t **hfq) {
     return st;
 }
 
-const hub_conv hub_deepseek_conv = {QTK_LAYOUT_DEEPSEEK, "deepseek", methods, sniff, fold, plan, config};
+const hub_conv hub_deepseek_conv = {QTK_LAYOUT_DEEPSEEK, "deepseek", methods, sniff, fold, plan, config, NULL};

@@ -123,4 +123,4 @@ static qtk_status config(hub_wctx *wc, json_t *q, json_t **hfq) {
     return st;
 }
 
-const hub_conv hub_gptoss_conv = {QTK_LAYOUT_GPT_OSS, "gpt-oss", methods, sniff, fold, plan, config};
+const hub_conv hub_gptoss_conv = {QTK_LAYOUT_GPT_OSS, "gpt-oss", methods, sniff, fold, plan, config, NULL};

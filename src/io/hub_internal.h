@@ -192,9 +192,11 @@ struct hub_conv {
     /* qcfg: config.json's quantization_config to fill in (it holds the source's when the
      * source had this layout); *hfq: hf_quant_config.json to write, if the layout has one. */
     qtk_status (*config)(hub_wctx *wc, json_t *qcfg, json_t **hfq);
+    /* Optional: true for a file-metadata key the convention consumed (not carried over). */
+    bool (*meta_used)(const qtk_hub *h, const char *key);
 };
 
-extern const hub_conv hub_gptoss_conv, hub_modelopt_conv, hub_ct_conv, hub_deepseek_conv, hub_bnb_conv;
+extern const hub_conv hub_gptoss_conv, hub_modelopt_conv, hub_ct_conv, hub_deepseek_conv, hub_bnb_conv, hub_torchao_conv;
 const hub_conv *hub_conv_of(qtk_hub_layout l);
 /* The hub behind a logical checkpoint, or NULL for a plain one. */
 const qtk_hub *hub_of(const qtk_ckpt *c);

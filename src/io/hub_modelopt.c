@@ -398,4 +398,4 @@ static qtk_status config(hub_wctx *wc, json_t *q, json_t **hfq_out) {
     return QTK_OK;
 }
 
-const hub_conv hub_modelopt_conv = {QTK_LAYOUT_MODELOPT, "modelopt", methods, sniff, fold, plan, config};
+const hub_conv hub_modelopt_conv = {QTK_LAYOUT_MODELOPT, "modelopt", methods, sniff, fold, plan, config, NULL};
