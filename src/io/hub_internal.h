@@ -88,6 +88,14 @@ struct qtk_hub {
     qtk_arena arena;
 };
 
+/* Builds the logical checkpoint over open shards (owned from here on: closed on failure) with
+ * the configs in dir (NULL: none) and an index's weight_map (NULL: none); a single file that
+ * needs nothing of this comes back as it is (hub.c). */
+qtk_status hub_build(qtk_ckpt **shards, char **paths, size_t n, const char *dir, const char *index_file,
+                     const json_t *weight_map, qtk_hub_layout forced, const char *name, qtk_ckpt **out);
+/* Reads config.json and hf_quant_config.json from dir, if present (hub_files.c). */
+qtk_status hub_read_configs(qtk_hub *h, const char *dir);
+
 /* The raw entry named name + suffix, or NULL. */
 hub_raw *hub_find(const qtk_hub *h, const char *name, const char *suffix);
 /* The shard file a raw entry is in, as its path was given (for messages). */
@@ -101,6 +109,8 @@ bool hub_ends(const char *name, const char *suffix);
 qtk_status hub_add(qtk_hub *h, const hub_pending *p);
 /* Adds a notice (tensor may be NULL). */
 qtk_status hub_notice(qtk_hub *h, const char *tensor, const char *fmt, ...) QTK_PRINTF(3, 4);
+/* Makes room for element n of a growing array (false: out of memory). */
+bool hub_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* Copies of shapes etc. */
 void *hub_alloc(qtk_hub *h, size_t n);
 const char *hub_shape(const size_t *shape, int rank, char *buf, size_t cap); /* "64x32", "scalar" */
