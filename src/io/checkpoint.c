@@ -323,7 +323,6 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     if (c->virt) {
         qtk_status st = c->virt->load(c, i, v);
         if (st) {
-            free(v->owned);
             memset(v, 0, sizeof *v);
             return st;
         }
@@ -364,7 +363,8 @@ void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v) {
 void qtk_ckpt_unload(qtk_ckpt *c, qtk_ckpt_view *v) {
     if (!c || !v) return;
     qtk_ckpt_drop_pages(c, v);
-    free(v->owned);
+    if (c->virt && c->virt->release) c->virt->release(c, v);
+    else free(v->owned);
     memset(v, 0, sizeof *v);
 }
 

@@ -25,7 +25,10 @@ typedef struct qtk__ckpt_loc {
  * sharded checkpoints) hands its tensors out itself: when virt is set, map and loc are
  * unused and these replace them. */
 typedef struct qtk__ckpt_virt {
-    qtk_status (*load)(qtk_ckpt *c, size_t i, qtk_ckpt_view *v); /* v->owned is freed by unload */
+    /* On failure load leaves nothing to release (v->owned NULL). */
+    qtk_status (*load)(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
+    /* Gives v->owned back (optional: NULL means free()). */
+    void (*release)(qtk_ckpt *c, qtk_ckpt_view *v);
     void (*drop_pages)(qtk_ckpt *c, size_t i);
     size_t (*offset_of)(const qtk_ckpt *c, size_t i);
     void (*close)(void *impl);

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -135,6 +136,27 @@ qtk_status hub_notice(qtk_hub *h, const char *tensor, const char *fmt, ...) {
 
 /* ---- the logical checkpoint's hooks ---- */
 
+/* Gives a view's buffer back: a shard's own (a tensor passed through) is freed; an assembly
+ * buffer becomes the spare when it is larger than the one kept. */
+static void hub_release(qtk_ckpt *c, qtk_ckpt_view *v) {
+    qtk_hub *h = c->impl;
+    if (!v->owned) return;
+    const hub_item *it = &h->item[v->index];
+    if (it->n == 1 && !it->decode) {
+        free(v->owned);
+        return;
+    }
+    size_t cap;
+    memcpy(&cap, v->owned, sizeof cap);
+    if (!h->spare || h->spare_cap < cap) {
+        free(h->spare);
+        h->spare = v->owned;
+        h->spare_cap = cap;
+    } else {
+        free(v->owned);
+    }
+}
+
 static qtk_status hub_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     qtk_hub *h = c->impl;
     const hub_item *it = &h->item[i];
@@ -163,18 +185,35 @@ static qtk_status hub_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
         v->data = part[0];
         return QTK_OK;
     }
-    uint8_t *b = malloc(t->nbytes ? t->nbytes : 1);
-    if (!b) return qtk__err(QTK_E_NOMEM, "out of memory for tensor '%s' (%zu bytes)", t->name, t->nbytes);
-    v->owned = b;
-    v->data = b;
-    if (it->decode) return it->decode(h, t->name, it, part, b);
-    size_t at = 0;
-    for (unsigned k = 0; k < it->n; k++) {
-        size_t n = h->raw[it->raw[k]].t->nbytes;
-        if (n) memcpy(b + at, part[k], n);
-        at += n;
+    /* an assembly buffer: [capacity][bytes...], the spare one when it is large enough */
+    size_t need = t->nbytes ? t->nbytes : 1, hdr = sizeof(max_align_t);
+    uint8_t *buf = h->spare;
+    if (buf && h->spare_cap >= need) {
+        h->spare = NULL;
+    } else {
+        buf = need <= SIZE_MAX - hdr ? malloc(hdr + need) : NULL;
+        if (!buf) return qtk__err(QTK_E_NOMEM, "out of memory for tensor '%s' (%zu bytes)", t->name, t->nbytes);
+        memcpy(buf, &need, sizeof need);
     }
-    return QTK_OK;
+    uint8_t *b = buf + hdr;
+    v->owned = buf;
+    v->data = b;
+    qtk_status st = QTK_OK;
+    if (it->decode) {
+        st = it->decode(h, t->name, it, part, b);
+    } else {
+        size_t at = 0;
+        for (unsigned k = 0; k < it->n; k++) {
+            size_t n = h->raw[it->raw[k]].t->nbytes;
+            if (n) memcpy(b + at, part[k], n);
+            at += n;
+        }
+    }
+    if (st) {
+        hub_release(c, v);
+        v->owned = NULL;
+    }
+    return st;
 }
 
 static void hub_drop_pages(qtk_ckpt *c, size_t i) {
@@ -206,6 +245,7 @@ static void hub_free(qtk_hub *h, bool close_shards) {
     free(h->pend);
     free(h->item);
     free(h->notices);
+    free(h->spare);
     json_decref(h->config);
     json_decref(h->hfq);
     qtk_arena_free(&h->arena);
@@ -214,7 +254,7 @@ static void hub_free(qtk_hub *h, bool close_shards) {
 
 static void hub_close(void *impl) { hub_free(impl, true); }
 
-static const qtk__ckpt_virt hub_virt = {hub_load, hub_drop_pages, hub_offset_of, hub_close};
+static const qtk__ckpt_virt hub_virt = {hub_load, hub_release, hub_drop_pages, hub_offset_of, hub_close};
 
 const qtk_hub *hub_of(const qtk_ckpt *c) { return c && c->virt == &hub_virt ? c->impl : NULL; }
 

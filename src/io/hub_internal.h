@@ -85,6 +85,10 @@ struct qtk_hub {
     const char *config_file, *quant_json, *index_file, *detected_by; /* arena */
     qtk_hub_notice *notices;
     size_t n_notices, cap_notices;
+    /* The last released assembly buffer, kept for the next load: a conversion then touches
+     * one buffer's pages once instead of a fresh allocation's per tensor. */
+    void *spare;
+    size_t spare_cap;
     qtk_arena arena;
 };
 
