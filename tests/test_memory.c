@@ -68,6 +68,25 @@ static void peak_memory(void) {
     CHECK(rss > 0 && rss < 96 * 1024);
 }
 
+/* The same model as a sharded DeepSeek-style block-FP8 checkpoint, converted to bf16 shards:
+ * memory follows the largest tensor, not the number of shards or their size. */
+static void peak_memory_sharded(void) {
+    char model[512], ds[512], bf[512];
+    snprintf(model, sizeof model, "%s", tmp_path("model.safetensors"));
+    snprintf(ds, sizeof ds, "%s", tmp_path("ds"));
+    snprintf(bf, sizeof bf, "%s", tmp_path("bf16"));
+    const char *synth[] = {"synth", model, "--layers", "2", "--hidden", "1024", "--ffn", "4096", "--kv", "256",
+                           "--vocab", "8192", "--dtype", "f32", NULL};
+    if (!file_exists(model)) CHECK(run_rss(synth) > 0);
+    const char *q[] = {"convert", model, ds, "--scheme", "e4m3,block=128x128:f32,store=native", "--skip", "embed|lm_head",
+                       "--layout", "deepseek", "--max-shard-size", "40MB", NULL};
+    CHECK(run_rss(q) > 0);
+    const char *deq[] = {"convert", ds, bf, "--scheme", "none", "--dtype", "bf16", NULL};
+    long rss = run_rss(deq);
+    printf("  convert sharded block-FP8 (deepseek layout) -> bf16 shards: max RSS %.1f MiB\n", (double)rss / 1024.0);
+    CHECK(rss > 0 && rss < 96 * 1024);
+}
+
 int main(int argc, char **argv) {
 #ifdef QTK_UNDER_SANITIZER
     printf("memory: built with a sanitizer: skipped\n");
@@ -79,8 +98,8 @@ int main(int argc, char **argv) {
         return 77;
     }
     tmp_dir_make();
-    static const test_case cases[] = {T(peak_memory)};
-    int rc = test_run("memory", cases, 1, argc, argv);
+    static const test_case cases[] = {T(peak_memory), T(peak_memory_sharded)};
+    int rc = test_run("memory", cases, 2, argc, argv);
     tmp_dir_remove();
     return rc;
 }

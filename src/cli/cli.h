@@ -65,6 +65,12 @@ void cli_json_num(FILE *f, double v);
 
 /* Prints a checkpoint's listing (qtk inspect), as text or JSON. */
 int cli_inspect_print(FILE *f, const char *path, bool json);
+/* The same, read in a layout (NULL: detect; see qtk_hub_layout_parse). */
+int cli_inspect_print_as(FILE *f, const char *path, bool json, const char *layout);
+
+/* Prints notices (tensor may be NULL) grouped by text: one line per distinct remark, naming
+ * the tensors it applies to (the first few, then a count). Each line starts with prefix. */
+void cli_notices_print(FILE *f, const char *prefix, const char *const *tensor, const char *const *text, size_t n);
 
 /* Prints eval results as tables (qtk eval); summary: the totals only. */
 void cli_eval_print(FILE *f, const char *path, const qtk_eval_result *r, bool summary);

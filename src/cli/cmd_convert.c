@@ -9,12 +9,17 @@
 static const char usage[] =
     "usage: qtk convert IN OUT [--scheme SPEC|none] [--dtype f32|f16|bf16]\n"
     "                   [--only REGEX] [--skip REGEX] [--rule 'REGEX=SPEC']... [--min-elements N]\n"
-    "                   [--force] [--threads N] [--verbose]\n"
+    "                   [--layout L] [--max-shard-size SIZE] [--force] [--threads N] [--verbose]\n"
     "\n"
-    "Converts the checkpoint IN (burnpack, safetensors or GGUF, recognised by content) into\n"
-    "OUT, whose format follows its extension (.bpk, .safetensors or .gguf). Tensors are\n"
-    "streamed one at a time from a memory map; OUT appears only when complete (a temporary\n"
-    "file beside it is renamed on success and removed on any error, disk full included).\n"
+    "Converts the checkpoint IN into OUT. IN is a burnpack, safetensors or GGUF file (recognised\n"
+    "by content), a *.safetensors.index.json, or a directory of shards; Hugging Face Hub layouts\n"
+    "(gpt-oss MXFP4, ModelOpt, compressed-tensors, DeepSeek block FP8, bitsandbytes NF4) are\n"
+    "detected from config.json / hf_quant_config.json beside the files or from tensor names,\n"
+    "and each quantized weight with its scales becomes one qtk tensor. OUT's format follows its\n"
+    "extension (.bpk, .safetensors or .gguf); an OUT without an extension (or an existing directory)\n"
+    "is a directory of safetensors shards with model.safetensors.index.json and config.json.\n"
+    "Tensors are streamed one at a time from memory maps; OUT appears only when complete\n"
+    "(temporary files beside it are renamed on success and removed on any error).\n"
     "\n"
     "What happens to each tensor (the first that applies):\n"
     "  1. integer, bool and other non-float tensors are copied as they are\n"
@@ -35,11 +40,18 @@ static const char usage[] =
     "  --skip REGEX        never touch tensors whose name matches\n"
     "  --rule 'REGEX=SPEC' per-name scheme (repeatable; first match wins)\n"
     "  --min-elements N    smallest tensor --scheme quantizes (default 1024)\n"
-    "  --force             replace OUT if it exists\n"
+    "  --layout L          write safetensors in layout L: qtk (default), gpt-oss, modelopt,\n"
+    "                      compressed-tensors, deepseek, bnb (with the config files it needs);\n"
+    "                      a tensor whose scheme L cannot hold is an error naming why\n"
+    "  --max-shard-size S  write shards of at most S bytes (e.g. 5GB, 500MB); a sharded IN\n"
+    "                      written to a directory keeps its shard files otherwise\n"
+    "  --force             replace OUT (and files in an OUT directory) if they exist\n"
     "  --threads N         worker threads (default: all cores)\n"
     "  --verbose           print what happens to each tensor\n"
     "\n"
-    "Safetensors output stores quantized tensors in qtk's convention (docs/safetensors-quantized.md).\n"
+    "Safetensors output stores quantized tensors in qtk's convention (docs/safetensors-quantized.md)\n"
+    "unless --layout says otherwise (docs/hub-layouts.md). A DeepSeek/Qwen FP8, NVFP4 or MXFP4\n"
+    "model to plain bf16 shards:  qtk convert MODEL_DIR OUT_DIR --scheme none --dtype bf16\n"
     "Burnpack output refuses block dims above 255 (Burn's limit) and dtypes Burn lacks (F8, F4).\n"
     "\n"
     "GGUF (docs/gguf.md): ggml types a qtk scheme holds exactly (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K,\n"
@@ -53,6 +65,9 @@ static const char usage[] =
 typedef struct {
     cli_progress bar;
     bool verbose;
+    /* notices, printed grouped after the conversion */
+    const char **tensor, **text;
+    size_t n_notices;
 } convert_ctx;
 
 static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d) {
@@ -85,9 +100,53 @@ static void on_requantized(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_
            qtk_scheme_format(&out->scheme, b, sizeof b, NULL) ? "?" : b, sqnr);
 }
 
+static char *dup_or_null(const char *s) {
+    if (!s) return NULL;
+    char *d = malloc(strlen(s) + 1);
+    if (d) strcpy(d, s);
+    return d;
+}
+
+static void on_notice(void *ctx, const char *tensor, const char *text) {
+    convert_ctx *c = ctx;
+    const char **a = realloc(c->tensor, (c->n_notices + 1) * sizeof *a), **b = a ? realloc(c->text, (c->n_notices + 1) * sizeof *b) : NULL;
+    if (a) c->tensor = a;
+    if (b) c->text = b;
+    char *t = dup_or_null(tensor), *x = dup_or_null(text);
+    if (!a || !b || !x || (tensor && !t)) { /* out of memory: say it now, ungrouped */
+        fprintf(stderr, "qtk convert: note: %s%s%s%s\n", tensor ? "'" : "", tensor ? tensor : "", tensor ? "': " : "", text);
+        free(t);
+        free(x);
+        return;
+    }
+    c->tensor[c->n_notices] = t;
+    c->text[c->n_notices++] = x;
+}
+
+/* "5GB", "500MB", "64KiB", "1000000" */
+static bool parse_size(const char *s, size_t *out) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end == s || !(v > 0)) return false;
+    double m = 1;
+    if (!*end || strcmp(end, "B") == 0) m = 1;
+    else if (strcmp(end, "KB") == 0 || strcmp(end, "kB") == 0) m = 1e3;
+    else if (strcmp(end, "MB") == 0) m = 1e6;
+    else if (strcmp(end, "GB") == 0) m = 1e9;
+    else if (strcmp(end, "KiB") == 0) m = 1024.0;
+    else if (strcmp(end, "MiB") == 0) m = 1048576.0;
+    else if (strcmp(end, "GiB") == 0) m = 1073741824.0;
+    else return false;
+    v *= m;
+    if (v < 1 || v > 1e18) return false;
+    *out = (size_t)v;
+    return true;
+}
+
 int cmd_convert(int argc, char **argv) {
     const char *cmd = "convert";
     const char *spec = NULL, *dtype = NULL, *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL;
+    const char *layout_s = NULL, *shard_s = NULL;
     const char **rules = NULL;
     int n_rules = 0;
     bool force = false, verbose = false;
@@ -96,7 +155,8 @@ int cmd_convert(int argc, char **argv) {
         {"only", true, &only, NULL, NULL, NULL},    {"skip", true, &skip, NULL, NULL, NULL},
         {"rule", true, NULL, NULL, &rules, &n_rules}, {"min-elements", true, &min_s, NULL, NULL, NULL},
         {"force", false, NULL, &force, NULL, NULL}, {"threads", true, &threads_s, NULL, NULL, NULL},
-        {"verbose", false, NULL, &verbose, NULL, NULL},
+        {"verbose", false, NULL, &verbose, NULL, NULL}, {"layout", true, &layout_s, NULL, NULL, NULL},
+        {"max-shard-size", true, &shard_s, NULL, NULL, NULL},
     };
     const char *pos[2];
     int npos;
@@ -127,8 +187,17 @@ int cmd_convert(int argc, char **argv) {
         if (!any_none) rc = cli_usage_error(cmd, "--dtype is for dequantized tensors: give it with --scheme none or a 'none' rule");
         else if ((st = qtk_select_dtype(&sel, dtype))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
     }
-    if (!rc && qtk_ckpt_format_from_path(pos[1]) == QTK_CKPT_UNKNOWN)
-        rc = cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk, .safetensors or .gguf", pos[1]);
+    qtk_hub_layout layout = QTK_LAYOUT_AUTO;
+    size_t max_shard = 0;
+    if (!rc && layout_s && ((st = qtk_hub_layout_parse(layout_s, &layout)) || layout == QTK_LAYOUT_NONE))
+        rc = cli_usage_error(cmd, "--layout '%s' is not one of qtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb",
+                             layout_s);
+    if (!rc && shard_s && !parse_size(shard_s, &max_shard))
+        rc = cli_usage_error(cmd, "--max-shard-size '%s' is not a size (5GB, 500MB, 1048576)", shard_s);
+    bool hub_out = layout != QTK_LAYOUT_AUTO || max_shard > 0 || qtk_hub_out_is_dir(pos[1]);
+    if (!rc && !hub_out && qtk_ckpt_format_from_path(pos[1]) == QTK_CKPT_UNKNOWN)
+        rc = cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk, .safetensors or .gguf, or give a directory",
+                             pos[1]);
     if (rc) {
         qtk_select_free(&sel);
         free(rules);
@@ -140,20 +209,28 @@ int cmd_convert(int argc, char **argv) {
     convert_ctx ctx = {.verbose = verbose};
     cli_progress_init(&ctx.bar, "convert");
     qtk_convert_opts o = {.select = &sel, .force = force, .threads = (int)threads, .progress = cli_progress_update,
-                          .plan = on_plan_notes, .requantized = on_requantized, .ctx = &ctx};
+                          .plan = on_plan_notes, .requantized = on_requantized, .ctx = &ctx, .layout = layout,
+                          .max_shard_bytes = max_shard, .notice = on_notice};
     /* cli_progress_update reads the bar at the start of the context */
     qtk_convert_stats s;
     double t0 = cli_now();
     st = qtk_convert_file(pos[0], pos[1], &o, &s);
     double dt = cli_now() - t0;
     cli_progress_end(&ctx.bar);
+    cli_notices_print(stderr, "qtk convert: note: ", ctx.tensor, ctx.text, ctx.n_notices);
+    for (size_t i = 0; i < ctx.n_notices; i++) free((void *)(uintptr_t)ctx.tensor[i]), free((void *)(uintptr_t)ctx.text[i]);
+    free(ctx.tensor);
+    free(ctx.text);
     if (st) {
         rc = cli_fail(cmd, st, "'%s' -> '%s'", pos[0], pos[1]);
     } else {
-        char a[32], b[32], r[32];
-        printf("qtk convert: wrote %s (%s): %zu tensors: %zu quantized, %zu dequantized, %zu copied; "
+        char a[32], b[32], r[32], lay[96] = "";
+        if (hub_out)
+            snprintf(lay, sizeof lay, ", layout %s, %zu file%s", qtk_hub_layout_name(s.out_layout), s.out_files,
+                     s.out_files == 1 ? "" : "s");
+        printf("qtk convert: wrote %s (%s%s): %zu tensors: %zu quantized, %zu dequantized, %zu copied; "
                "tensor bytes %s -> %s in %.2f s (%s/s)\n",
-               pos[1], qtk_ckpt_format_name(s.out_format), s.tensors, s.quantized, s.dequantized, s.kept,
+               pos[1], qtk_ckpt_format_name(s.out_format), lay, s.tensors, s.quantized, s.dequantized, s.kept,
                cli_bytes((double)s.in_bytes, a, sizeof a), cli_bytes((double)s.out_bytes, b, sizeof b), dt,
                cli_bytes(dt > 0 ? (double)s.in_bytes / dt : 0.0, r, sizeof r));
     }

@@ -2,6 +2,7 @@
 #include "cli.h"
 
 #include <math.h>
+#include <string.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +53,21 @@ void cli_progress_update(void *ctx, const qtk_progress_info *pi) {
 void cli_progress_end(cli_progress *p) {
     if (p->on && p->drawn) fputs("\r\033[K", stderr);
     p->drawn = false;
+}
+
+void cli_notices_print(FILE *f, const char *prefix, const char *const *tensor, const char *const *text, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        bool seen = false;
+        for (size_t j = 0; j < i && !seen; j++) seen = strcmp(text[j], text[i]) == 0;
+        if (seen) continue;
+        size_t count = 0, shown = 0;
+        for (size_t j = i; j < n; j++) count += strcmp(text[j], text[i]) == 0;
+        fputs(prefix, f);
+        for (size_t j = i; j < n && shown < 3; j++)
+            if (strcmp(text[j], text[i]) == 0 && tensor[j]) fprintf(f, "%s'%s'", shown++ ? ", " : "", tensor[j]);
+        if (count > shown && shown) fprintf(f, " and %zu more tensor%s", count - shown, count - shown == 1 ? "" : "s");
+        fprintf(f, "%s%s\n", shown ? ": " : "", text[i]);
+    }
 }
 
 void cli_json_str(FILE *f, const char *s) {

@@ -2,6 +2,8 @@
  * with the right format, handing out tensors, and the streaming writer. */
 #include "ckpt_internal.h"
 
+#include "io/hub.h"
+
 #include <stdio.h>
 #include <stdlib.h>
 #include <strings.h>
@@ -245,7 +247,7 @@ static qtk_status open_map(qtk_ckpt *c) {
     return QTK_OK;
 }
 
-static qtk_status new_ckpt(const char *name, qtk_ckpt **out) {
+qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out) {
     *out = NULL;
     qtk_ckpt *c = calloc(1, sizeof *c);
     if (c) c->name = malloc(strlen(name) + 1);
@@ -259,10 +261,13 @@ static qtk_status new_ckpt(const char *name, qtk_ckpt **out) {
     return QTK_OK;
 }
 
-qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) {
+/* A file, an index or a directory; Hub layouts are recognised (hub.c). */
+qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) { return qtk_hub_open(path, QTK_LAYOUT_AUTO, out); }
+
+qtk_status qtk__ckpt_open_file(const char *path, qtk_ckpt **out) {
     if (!path || !out) return qtk__err(QTK_E_ARG, "qtk_ckpt_open: NULL argument");
     qtk_ckpt *c;
-    qtk_status st = new_ckpt(path, &c);
+    qtk_status st = qtk__ckpt_new(path, &c);
     if (st) return st;
     st = qtk_map_open(path, &c->map);
     if (!st) st = open_map(c);
@@ -277,10 +282,11 @@ qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) {
 qtk_status qtk_ckpt_open_buffer(const void *data, size_t len, const char *name, qtk_ckpt **out) {
     if ((!data && len) || !out) return qtk__err(QTK_E_ARG, "qtk_ckpt_open_buffer: NULL argument");
     qtk_ckpt *c;
-    qtk_status st = new_ckpt(name ? name : "(buffer)", &c);
+    qtk_status st = qtk__ckpt_new(name ? name : "(buffer)", &c);
     if (st) return st;
     qtk_map_borrow(&c->map, data, len);
     st = open_map(c);
+    if (!st && c->fmt == QTK_CKPT_SAFETENSORS) st = qtk__hub_wrap(&c, NULL); /* names alone: no config beside */
     if (st) {
         qtk_ckpt_close(c);
         return st;
@@ -291,6 +297,7 @@ qtk_status qtk_ckpt_open_buffer(const void *data, size_t len, const char *name, 
 
 void qtk_ckpt_close(qtk_ckpt *c) {
     if (!c) return;
+    if (c->virt) c->virt->close(c->impl);
     const qtk__ckpt_ops *ops = ops_of(c->fmt);
     if (ops && ops->close) ops->close(c);
     qtk_map_close(&c->map);
@@ -304,6 +311,7 @@ qtk_ckpt_format qtk_ckpt_format_of(const qtk_ckpt *c) { return c ? c->fmt : QTK_
 const qtk_ckpt_desc *qtk_ckpt_desc_of(const qtk_ckpt *c) { return c ? &c->desc : NULL; }
 void qtk_ckpt_facts_of(const qtk_ckpt *c, qtk_ckpt_facts *f) { *f = c->facts; }
 size_t qtk_ckpt_offset_of(const qtk_ckpt *c, size_t i) {
+    if (c->virt) return i < c->desc.n_tensors ? c->virt->offset_of(c, i) : 0;
     return i < c->desc.n_tensors && c->loc[i].n ? c->loc[i].piece[0].off : 0;
 }
 
@@ -311,12 +319,20 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     memset(v, 0, sizeof *v);
     if (!c || i >= c->desc.n_tensors) return qtk__err(QTK_E_ARG, "qtk_ckpt_load: no tensor %zu", i);
     const qtk_ckpt_tensor *t = &c->desc.tensors[i];
-    const qtk__ckpt_loc *loc = &c->loc[i];
+    const qtk__ckpt_loc *loc = c->virt ? NULL : &c->loc[i];
     static const uint8_t empty[1];
     v->index = i;
     v->len = t->nbytes;
     const qtk__ckpt_ops *ops = ops_of(c->fmt);
-    if (ops && ops->load) {
+    if (c->virt) {
+        /* a logical checkpoint (hub.c) hands its tensors out itself */
+        qtk_status st = c->virt->load(c, i, v);
+        if (st) {
+            memset(v, 0, sizeof *v);
+            return st;
+        }
+    } else if (ops && ops->load) {
+        /* a format whose bytes are translated on load (GGUF) */
         qtk_status st = ops->load(c, i, v);
         if (st) {
             qtk_ckpt_unload(c, v);
@@ -348,6 +364,10 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
 
 void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v) {
     if (!c || !v || v->index >= c->desc.n_tensors) return;
+    if (c->virt) {
+        c->virt->drop_pages(c, v->index);
+        return;
+    }
     const qtk__ckpt_loc *loc = &c->loc[v->index];
     for (unsigned k = 0; k < loc->n; k++) qtk_map_release(&c->map, loc->piece[k].off, loc->piece[k].len);
 }
@@ -355,7 +375,8 @@ void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v) {
 void qtk_ckpt_unload(qtk_ckpt *c, qtk_ckpt_view *v) {
     if (!c || !v) return;
     qtk_ckpt_drop_pages(c, v);
-    free(v->owned);
+    if (c->virt && c->virt->release) c->virt->release(c, v);
+    else free(v->owned);
     memset(v, 0, sizeof *v);
 }
 
@@ -407,6 +428,7 @@ qtk_status qtk_ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk
         qtk_ckpt_writer_abort(w);
         return st;
     }
+    w->data_start = w->file.written;
     *out = w;
     return QTK_OK;
 }
@@ -438,6 +460,25 @@ qtk_status qtk_ckpt_writer_put(qtk_ckpt_writer *w, const void *bytes, size_t len
     return QTK_OK;
 }
 
+qtk_status qtk__ckpt_writer_put_at(qtk_ckpt_writer *w, size_t j, const void *bytes, size_t len) {
+    if (!w || j >= w->desc->n_tensors) return qtk__err(QTK_E_ARG, "qtk__ckpt_writer_put_at: no tensor %zu", j);
+    const qtk_ckpt_tensor *t = &w->desc->tensors[j];
+    if (w->ops->put) return qtk__err(QTK_E_INTERNAL, "format %s writes tensors in order only", w->ops->name);
+    if (w->next != 0 && !w->put_done) return qtk__err(QTK_E_INTERNAL, "put_at after put on '%s'", w->file.path);
+    if (!w->put_done && !(w->put_done = calloc(w->desc->n_tensors, 1))) return qtk__err(QTK_E_NOMEM, "out of memory");
+    if (w->put_done[j]) return qtk__err(QTK_E_INTERNAL, "tensor '%s' written twice", t->name);
+    if (len != t->nbytes) return qtk__err(QTK_E_LENGTH, "tensor '%s' takes %zu bytes; got %zu", t->name, t->nbytes, len);
+    if (t->quantized) {
+        qtk_status st = qtk_bytes_check(bytes, len, t->shape, t->rank, &t->scheme);
+        if (st) return qtk__err_context(st, "tensor '%s'", t->name);
+    }
+    qtk_status st = qtk_afile_write_at(&w->file, w->data_start + w->offsets[j], bytes, len);
+    if (st) return st;
+    w->put_done[j] = 1;
+    w->next++; /* a count here: commit checks that all were written */
+    return QTK_OK;
+}
+
 qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
     if (!w) return qtk__err(QTK_E_ARG, "qtk_ckpt_writer_commit: writer is NULL");
     qtk_status st = QTK_OK;
@@ -448,7 +489,8 @@ qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
         return st;
     }
     st = qtk_afile_commit(&w->file); /* removes the temporary file itself on failure */
-    if (w->ops->wfree) w->ops->wfree(w);
+    if (w->ops && w->ops->wfree) w->ops->wfree(w);
+    free(w->put_done);
     free(w->offsets);
     free(w);
     return st;
@@ -458,6 +500,7 @@ void qtk_ckpt_writer_abort(qtk_ckpt_writer *w) {
     if (!w) return;
     qtk_afile_abort(&w->file);
     if (w->ops && w->ops->wfree) w->ops->wfree(w);
+    free(w->put_done);
     free(w->offsets);
     free(w);
 }

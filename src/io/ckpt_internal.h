@@ -21,6 +21,19 @@ typedef struct qtk__ckpt_loc {
     unsigned n;
 } qtk__ckpt_loc;
 
+/* A logical checkpoint built over other open checkpoints (hub.c: Hugging Face layouts and
+ * sharded checkpoints) hands its tensors out itself: when virt is set, map and loc are
+ * unused and these replace them. */
+typedef struct qtk__ckpt_virt {
+    /* On failure load leaves nothing to release (v->owned NULL). */
+    qtk_status (*load)(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
+    /* Gives v->owned back (optional: NULL means free()). */
+    void (*release)(qtk_ckpt *c, qtk_ckpt_view *v);
+    void (*drop_pages)(qtk_ckpt *c, size_t i);
+    size_t (*offset_of)(const qtk_ckpt *c, size_t i);
+    void (*close)(void *impl);
+} qtk__ckpt_virt;
+
 struct qtk_ckpt {
     qtk_ckpt_format fmt;
     char *name;           /* path, for messages */
@@ -30,6 +43,8 @@ struct qtk_ckpt {
     size_t cap_loc;
     qtk_ckpt_facts facts;
     void *priv;           /* the format's own reader state (ops->close frees it) */
+    const qtk__ckpt_virt *virt; /* a logical checkpoint's own loader (hub.c), else NULL */
+    void *impl;           /* its state (virt->close frees it) */
 };
 
 struct qtk_ckpt_writer {
@@ -41,6 +56,8 @@ struct qtk_ckpt_writer {
     size_t *offsets;      /* per tensor: start relative to the data section (set by begin) */
     size_t data_end;      /* relative end of the last tensor */
     void *priv;           /* the format's own writer state (ops->wfree frees it) */
+    size_t data_start;    /* absolute start of the data section (set after begin) */
+    uint8_t *put_done;    /* qtk__ckpt_writer_put_at: which tensors are written (else NULL) */
 };
 
 typedef struct qtk__ckpt_ops {
@@ -69,6 +86,17 @@ typedef struct qtk__ckpt_ops {
 extern const qtk__ckpt_ops qtk__burnpack_ops;
 extern const qtk__ckpt_ops qtk__safetensors_ops;
 extern const qtk__ckpt_ops qtk__gguf_ops;
+
+/* Opens one file as it is (qtk_ckpt_open adds Hub layouts and shards on top, hub.c). */
+qtk_status qtk__ckpt_open_file(const char *path, qtk_ckpt **out);
+/* A fresh, empty checkpoint object named name (for logical checkpoints). */
+qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out);
+/* hub.c: c, just opened from a safetensors file in directory dir (NULL for a buffer), is
+ * replaced by a logical checkpoint when its tensors follow a Hub layout. */
+qtk_status qtk__hub_wrap(qtk_ckpt **c, const char *dir);
+/* Writes tensor j of the writer's description at its place, in any order (formats without
+ * a put hook); commit still checks that every tensor was written once. */
+qtk_status qtk__ckpt_writer_put_at(qtk_ckpt_writer *w, size_t j, const void *bytes, size_t len);
 
 /* Appends a location for the tensor just added to c->desc. */
 qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc);

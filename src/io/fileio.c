@@ -88,6 +88,15 @@ qtk_status qtk_afile_write(qtk_afile *a, const void *data, size_t n) {
     return QTK_OK;
 }
 
+qtk_status qtk_afile_write_at(qtk_afile *a, size_t off, const void *data, size_t n) {
+    if (a->err) return a->err;
+    if (off > (size_t)INT64_MAX || fseeko(a->f, (off_t)off, SEEK_SET) != 0) {
+        a->err = qtk__err(QTK_E_IO, "cannot seek in '%s' to byte %zu: %s", a->path, off, strerror(errno));
+        return a->err;
+    }
+    return qtk_afile_write(a, data, n);
+}
+
 qtk_status qtk_afile_zeros(qtk_afile *a, size_t n) {
     static const uint8_t z[4096];
     while (n) {

@@ -23,6 +23,9 @@ typedef struct qtk_afile {
 /* force = 0 refuses to replace an existing file. */
 qtk_status qtk_afile_open(qtk_afile *a, const char *path, int force);
 qtk_status qtk_afile_write(qtk_afile *a, const void *data, size_t n);
+/* Writes n bytes at absolute offset off (any order; the file grows as needed). The write
+ * position afterwards is unspecified: mix with qtk_afile_write only before the first call. */
+qtk_status qtk_afile_write_at(qtk_afile *a, size_t off, const void *data, size_t n);
 /* Writes n zero bytes. */
 qtk_status qtk_afile_zeros(qtk_afile *a, size_t n);
 qtk_status qtk_afile_commit(qtk_afile *a);

@@ -119,6 +119,26 @@ static qtk_status plan(const qtk_ckpt_desc *in, const qtk_convert_opts *o, qtk_c
     return QTK_OK;
 }
 
+/* Where converted tensors go: a checkpoint writer, or the Hub writer (layouts, shards). */
+typedef struct {
+    qtk_ckpt_writer *w;
+    qtk_hub_writer *h;
+} sink;
+
+static qtk_status sink_put(sink *k, const void *bytes, size_t len) {
+    return k->h ? qtk_hub_writer_put(k->h, bytes, len) : qtk_ckpt_writer_put(k->w, bytes, len);
+}
+static qtk_status sink_commit(sink *k) {
+    qtk_status st = k->h ? qtk_hub_writer_commit(k->h) : qtk_ckpt_writer_commit(k->w);
+    k->h = NULL;
+    k->w = NULL;
+    return st;
+}
+static void sink_abort(sink *k) {
+    qtk_hub_writer_abort(k->h);
+    qtk_ckpt_writer_abort(k->w);
+}
+
 static qtk_dtype out_dtype(qtk_elem e) {
     return e == QTK_ELEM_F16 ? QTK_DTYPE_F16 : e == QTK_ELEM_BF16 ? QTK_DTYPE_BF16 : QTK_DTYPE_F32;
 }
@@ -166,7 +186,8 @@ static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckp
         st = qtk_values_f32(t, v->data, f32, &x);
         if (!st) store_floats(x, t->numel, ot->elem, work->p);
     } else if (d->act == QTK_ACT_DEQUANTIZE) {
-        st = qtk_dequantize_bytes(v->data, v->len, t->shape, t->rank, &t->scheme, out_dtype(ot->elem), work->p, t->numel);
+        /* the stored convention's own formula where qtk's scheme is only within an ulp of it */
+        st = qtk_hub_dequantize(c, v->index, v, out_dtype(ot->elem), work->p);
     } else if (t->quantized && !requant) {
         /* re-quantize: qtk_convert works a slab at a time from the tensor's bytes */
         qtk_tensor *qt = NULL, *nt = NULL;
@@ -195,6 +216,11 @@ static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckp
 qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_opts *o, qtk_convert_stats *stats) {
     qtk_convert_stats s0 = {0};
     qtk_ckpt_format fmt = o->out_format ? o->out_format : qtk_ckpt_format_from_path(out);
+    bool hub = o->layout != QTK_LAYOUT_AUTO || o->max_shard_bytes > 0 || qtk_hub_out_is_dir(out);
+    if (hub && (fmt == QTK_CKPT_BURNPACK || fmt == QTK_CKPT_GGUF))
+        return qtk__err(QTK_E_ARG, "'%s': layouts and shards are safetensors; a %s output takes neither", out,
+                        qtk_ckpt_format_name(fmt));
+    if (hub) fmt = QTK_CKPT_SAFETENSORS;
     if (fmt == QTK_CKPT_UNKNOWN)
         return qtk__err(QTK_E_ARG, "cannot tell the output format of '%s': name it .bpk, .safetensors or .gguf", out);
     qtk_ckpt *c = NULL;
@@ -204,11 +230,15 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
     qtk_ckpt_desc dout;
     qtk_ckpt_desc_init(&dout);
     qtk_decision *dec = calloc(din->n_tensors ? din->n_tensors : 1, sizeof *dec);
-    qtk_ckpt_writer *w = NULL;
+    sink w = {NULL, NULL};
     qtk_buf f32 = {0}, work = {0}, y = {0};
     if (!dec) st = qtk__err(QTK_E_NOMEM, "out of memory");
     if (!st) st = plan(din, o, fmt, &dout, dec);
-    if (!st) st = qtk_ckpt_writer_open(out, fmt, &dout, o->force, &w);
+    qtk_hub_write_opts ho = {.layout = o->layout, .max_shard_bytes = o->max_shard_bytes, .source = c, .force = o->force,
+                             .notice = o->notice, .ctx = o->ctx};
+    if (!st && hub) st = qtk_hub_writer_open(out, &dout, &ho, &w.h);
+    else if (!st) st = qtk_ckpt_writer_open(out, fmt, &dout, o->force, &w.w);
+    s0.out_files = w.h ? qtk_hub_writer_shards(w.h) : 1;
     qtk_progress_info pi = {0, din->n_tensors, 0, 0};
     for (size_t i = 0; i < din->n_tensors; i++) pi.bytes_total += din->tensors[i].nbytes;
     for (size_t i = 0; i < din->n_tensors && !st; i++) {
@@ -218,7 +248,7 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
         if (st) break;
         const uint8_t *bytes = NULL;
         st = transform(c, t, ot, &dec[i], &v, o, &f32, &work, &y, &bytes);
-        if (!st) st = qtk_ckpt_writer_put(w, bytes, ot->nbytes);
+        if (!st) st = sink_put(&w, bytes, ot->nbytes);
         qtk_ckpt_unload(c, &v);
         s0.in_bytes += t->nbytes;
         s0.out_bytes += ot->nbytes;
@@ -229,11 +259,17 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
         pi.bytes_done += t->nbytes;
         if (!st && o->progress) o->progress(o->ctx, &pi);
     }
-    if (!st) {
-        st = qtk_ckpt_writer_commit(w);
-        w = NULL;
-    }
-    qtk_ckpt_writer_abort(w);
+    if (!st) st = sink_commit(&w);
+    sink_abort(&w);
+    /* what reading did to single tensors (dequantized zero points, flattened blocks...) */
+    qtk_hub_info hi;
+    qtk_hub_info_of(c, &hi);
+    for (size_t i = 0; !st && o->notice && i < hi.n_notices; i++) o->notice(o->ctx, hi.notices[i].tensor, hi.notices[i].text);
+    s0.in_layout = hi.layout;
+    s0.in_files = hi.n_shards;
+    bool any_q = false;
+    for (size_t i = 0; i < dout.n_tensors; i++) any_q |= dout.tensors[i].quantized;
+    s0.out_layout = o->layout != QTK_LAYOUT_AUTO ? o->layout : any_q ? QTK_LAYOUT_QTK : QTK_LAYOUT_NONE;
     s0.tensors = din->n_tensors;
     s0.in_format = qtk_ckpt_format_of(c);
     s0.out_format = fmt;

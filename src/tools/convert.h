@@ -4,6 +4,7 @@
 #ifndef QTK_TOOLS_CONVERT_H
 #define QTK_TOOLS_CONVERT_H
 
+#include "io/hub.h"
 #include "tools/select.h"
 
 typedef struct qtk_progress_info {
@@ -26,12 +27,21 @@ typedef struct qtk_convert_opts {
      * against the values it had (+inf when nothing changed) */
     void (*requantized)(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, double sqnr_db);
     void *ctx;
+    /* Hub output (io/hub.h): a layout other than AUTO, a shard size, or an output that is a
+     * directory write safetensors in that layout (AUTO: qtk's), as shards when asked or when
+     * the input is sharded, with the index and config files beside them. */
+    qtk_hub_layout layout;
+    size_t max_shard_bytes;
+    /* optional: remarks about single tensors (dequantized on read, inexact global scales) */
+    qtk_hub_notice_fn notice;
 } qtk_convert_opts;
 
 typedef struct qtk_convert_stats {
     size_t tensors, quantized, dequantized, kept;
     size_t in_bytes, out_bytes; /* tensor bytes, containers excluded */
     qtk_ckpt_format in_format, out_format;
+    qtk_hub_layout in_layout, out_layout;
+    size_t in_files, out_files;  /* shards */
 } qtk_convert_stats;
 
 qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_opts *o, qtk_convert_stats *stats);
