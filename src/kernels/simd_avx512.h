@@ -157,6 +157,28 @@ static inline vf vf_perm2(vf a, vi idx, vf b) { return _mm512_permutex2var_ps(a,
 /* a macro: GCC deletes a wrapper function around a prefetch as side-effect free */
 #define simd_prefetch(p) _mm_prefetch((const char *)(p), _MM_HINT_T1)
 
+/* 2 x VW e4m3 codes (bytes) to f32. An e4m3 value's f32 pattern has its low 16 bits zero,
+ * so a 128-entry table of the top halves by magnitude (two vpermi2w over 64-entry halves)
+ * gives it, NaN code included (0x7fc0); the sign bit goes on top. */
+#define QTK_SIMD_HAS_E4M3X2 1
+typedef struct {
+    __m512i t0, t1, t2, t3; /* entries 0-31, 32-63, 64-95, 96-127 */
+} e4m3_table;
+static inline e4m3_table e4m3_table_load(const uint16_t *hi) {
+    return (e4m3_table){_mm512_loadu_si512((const void *)hi), _mm512_loadu_si512((const void *)(hi + 32)),
+                        _mm512_loadu_si512((const void *)(hi + 64)), _mm512_loadu_si512((const void *)(hi + 96))};
+}
+static inline void vf_from_e4m3_bytes_x2(const e4m3_table *t, const uint8_t *p, vf *v0, vf *v1) {
+    __m512i w = _mm512_cvtepu8_epi16(_mm256_loadu_si256((const __m256i *)p));
+    __m512i lo = _mm512_permutex2var_epi16(t->t0, w, t->t1); /* index bits 0-5 */
+    __m512i hi = _mm512_permutex2var_epi16(t->t2, w, t->t3);
+    __mmask32 up = _mm512_test_epi16_mask(w, _mm512_set1_epi16(0x40));
+    __m512i h = _mm512_mask_blend_epi16(up, lo, hi);
+    h = _mm512_or_si512(h, _mm512_and_si512(_mm512_slli_epi16(w, 8), _mm512_set1_epi16((short)0x8000)));
+    *v0 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(h)), 16));
+    *v1 = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(h, 1)), 16));
+}
+
 static inline void simd_fence(void) { _mm_sfence(); }
 
 #endif

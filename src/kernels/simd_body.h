@@ -521,6 +521,9 @@ typedef struct {
     lut16 lut;      /* values of 2/4-bit fields */
     vi mask;
     bool stream;
+#ifdef QTK_SIMD_HAS_E4M3X2
+    e4m3_table e4m3;
+#endif
 } decoder;
 
 static bool decoder_init(const qtk__plan *p, qtk_dtype dtype, decoder *d) {
@@ -533,6 +536,13 @@ static bool decoder_init(const qtk__plan *p, qtk_dtype dtype, decoder *d) {
         for (uint32_t c = 0; c <= p->mask; c++) lut[c] = qtk__decode_elem(p, c);
     d->lut = lut16_load(lut);
     d->mask = vi_set1((int)p->mask);
+#ifdef QTK_SIMD_HAS_E4M3X2
+    if (!p->lookup && p->fmt == QTK_DTYPE_E4M3) {
+        uint16_t hi[128];
+        for (uint32_t c = 0; c < 128; c++) hi[c] = (uint16_t)(qtk__f32_bits(qtk__e4m3_to_f32((uint8_t)c)) >> 16);
+        d->e4m3 = e4m3_table_load(hi);
+    }
+#endif
     size_t esz = dtype == QTK_DTYPE_F32 ? 4 : 2;
     d->stream = p->L.numel * esz >= ((size_t)16 << 20); /* outputs beyond the caches */
     return true;
@@ -672,6 +682,16 @@ static QTK_ALWAYS_INLINE void decode_loop(const decoder *d0, const uint8_t *vals
                 size_t j1 = j0 + blk < inner ? j0 + blk : inner;
                 vf s = vf_set1(*sp);
                 size_t j = j0;
+#ifdef QTK_SIMD_HAS_E4M3X2
+                if (mode == FIELDS_BYTE && kind == K_E4M3) {
+                    for (; j + 2 * VW <= j1; j += 2 * VW) {
+                        vf v0, v1;
+                        vf_from_e4m3_bytes_x2(&d.e4m3, row + j, &v0, &v1);
+                        store_sink(sink, &w, out, base + j, vf_mul(v0, s), VW);
+                        store_sink(sink, &w, out, base + j + VW, vf_mul(v1, s), VW);
+                    }
+                }
+#endif
                 if (mode == FIELDS_BYTE && kind == K_E5M2) {
                     for (; j + VW <= j1; j += VW) store_sink(sink, &w, out, base + j, vf_mul(vf_from_e5m2_bytes(row + j), s), VW);
                 }
