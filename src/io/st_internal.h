@@ -14,8 +14,6 @@
 #define QTK_META_SCALAR "qtk:scalar:"
 #define QTK_CONVENTION_VERSION "1"
 
-static const char *const suffixes[3] = {".qtk_scales", ".qtk_global", ".qtk_table"};
-
 /* companion suffixes: scales, global, table */
 extern const char *const qtk__st_suffixes[3];
 

@@ -250,7 +250,8 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
         st = transform(c, t, ot, &dec[i], &v, o, &f32, &work, &y, &bytes);
         if (!st) st = sink_put(&w, bytes, ot->nbytes);
         qtk_ckpt_unload(c, &v);
-        s0.in_bytes += t->nbytes;
+        /* what the files hold: a GGUF tensor's bytes in its ggml layout, not qtk's */
+        s0.in_bytes += t->file_type && t->file_bytes ? t->file_bytes : t->nbytes;
         s0.out_bytes += ot->nbytes;
         s0.quantized += dec[i].act == QTK_ACT_QUANTIZE;
         s0.dequantized += dec[i].act == QTK_ACT_DEQUANTIZE;
