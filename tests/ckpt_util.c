@@ -1,6 +1,9 @@
 /* ckpt_util.c — see ckpt_util.h. */
 #include "ckpt_util.h"
 
+#include <stdarg.h>
+#include <sys/wait.h>
+
 #include "io/fileio.h"
 
 #include <dirent.h>
@@ -31,7 +34,6 @@ char *bytes_hex(const uint8_t *b, size_t n) {
 }
 
 static char tdir[256];
-static char tpath[1024];
 
 const char *tmp_dir_make(void) {
     snprintf(tdir, sizeof tdir, "/tmp/qtk-ckpt-test-XXXXXX");
@@ -49,8 +51,34 @@ void tmp_dir_remove(void) {
 }
 
 const char *tmp_path(const char *name) {
-    snprintf(tpath, sizeof tpath, "%s/%s", tdir, name);
-    return tpath;
+    /* a few buffers in turn, so that two paths can be used in one call */
+    static char paths[4][1024];
+    static unsigned next;
+    char *b = paths[next++ % 4];
+    snprintf(b, sizeof paths[0], "%s/%s", tdir, name);
+    return b;
+}
+
+static void read_into(const char *name, char *buf, size_t cap) {
+    size_t n = 0;
+    uint8_t *b = slurp(tmp_path(name), &n);
+    if (n >= cap) n = cap - 1;
+    if (b) memcpy(buf, b, n);
+    buf[b ? n : 0] = '\0';
+    free(b);
+}
+
+int cli_run(const char *bin, char *out, size_t outcap, char *err, size_t errcap, const char *fmt, ...) {
+    char args[4096], cmd[8192];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(args, sizeof args, fmt, ap);
+    va_end(ap);
+    snprintf(cmd, sizeof cmd, "cd '%s' && %s %s >stdout.txt 2>stderr.txt", tmp_path(""), bin, args);
+    int rc = system(cmd);
+    read_into("stdout.txt", out, outcap);
+    read_into("stderr.txt", err, errcap);
+    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
 }
 
 bool file_exists(const char *path) {

@@ -17,7 +17,11 @@ char *bytes_hex(const uint8_t *b, size_t n); /* malloc'ed lower-case hex */
 /* A fresh directory under /tmp (removed by tmp_dir_remove) and paths in it. */
 const char *tmp_dir_make(void);
 void tmp_dir_remove(void);
-const char *tmp_path(const char *name); /* valid until the next call */
+const char *tmp_path(const char *name); /* valid for the next three calls */
+/* Runs `BIN ARGS` (ARGS formatted) in the temporary directory; its stdout and stderr land in
+ * out and err (NUL-terminated, truncated to fit). Returns the exit status, -1 if killed. */
+int cli_run(const char *bin, char *out, size_t outcap, char *err, size_t errcap, const char *fmt, ...)
+    QTK_TEST_PRINTF(6, 7);
 bool file_exists(const char *path);
 /* Names in the temporary directory containing `part` (0 if none). */
 int tmp_dir_count(const char *part);

@@ -10,30 +10,8 @@
 static const char *bin;
 static char out[1 << 16], err[1 << 14];
 
-static void read_into(const char *name, char *buf, size_t cap) {
-    size_t n = 0;
-    uint8_t *b = slurp(tmp_path(name), &n);
-    if (n >= cap) n = cap - 1;
-    if (b) memcpy(buf, b, n);
-    buf[b ? n : 0] = '\0';
-    free(b);
-}
-
-/* Runs `qtk ARGS` in the temporary directory; stdout and stderr land in out and err. */
-static int run(const char *fmt, ...) QTK_TEST_PRINTF(1, 2);
-static int run(const char *fmt, ...) {
-    char args[4096], cmd[8192], dirbuf[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(dirbuf, sizeof dirbuf, "%s", tmp_path(""));
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s %s >stdout.txt 2>stderr.txt", dirbuf, bin, args);
-    int rc = system(cmd);
-    read_into("stdout.txt", out, sizeof out);
-    read_into("stderr.txt", err, sizeof err);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+/* `qtk ARGS` in the temporary directory; stdout and stderr land in out and err */
+#define run(...) cli_run(bin, out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 /* The line of out that contains `key` (a static copy; "" if none). */
 static const char *line_with(const char *key) {
@@ -191,7 +169,10 @@ static void disk_full(void) {
     snprintf(cmd, sizeof cmd, "cd '%s' && sh -c \"trap '' XFSZ; ulimit -f 64; exec %s convert big.safetensors full.bpk\" "
              ">stdout.txt 2>stderr.txt", dirbuf, bin);
     int rc = system(cmd);
-    read_into("stderr.txt", err, sizeof err);
+    size_t n = 0;
+    uint8_t *e = slurp(tmp_path("stderr.txt"), &n);
+    snprintf(err, sizeof err, "%.*s", (int)n, e ? (const char *)e : "");
+    free(e);
     CHECK_MSG(WIFEXITED(rc) && WEXITSTATUS(rc) == 1, "exit %d", WIFEXITED(rc) ? WEXITSTATUS(rc) : -1);
     CHECK_MSG(strstr(err, "cannot write") && strstr(err, "full.bpk") && strstr(err, "File too large"), "stderr: %s", err);
     CHECK(!file_exists(tmp_path("full.bpk")));

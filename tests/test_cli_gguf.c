@@ -14,29 +14,8 @@
 static const char *bin;
 static char out[1 << 17], err[1 << 14];
 
-static void read_into(const char *name, char *buf, size_t cap) {
-    size_t n = 0;
-    uint8_t *b = slurp(tmp_path(name), &n);
-    if (n >= cap) n = cap - 1;
-    if (b) memcpy(buf, b, n);
-    buf[b ? n : 0] = '\0';
-    free(b);
-}
-
-static int run(const char *fmt, ...) QTK_TEST_PRINTF(1, 2);
-static int run(const char *fmt, ...) {
-    char args[4096], cmd[8192], dir[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(args, sizeof args, fmt, ap);
-    va_end(ap);
-    snprintf(dir, sizeof dir, "%s", tmp_path(""));
-    snprintf(cmd, sizeof cmd, "cd '%s' && %s %s >stdout.txt 2>stderr.txt", dir, bin, args);
-    int rc = system(cmd);
-    read_into("stdout.txt", out, sizeof out);
-    read_into("stderr.txt", err, sizeof err);
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+/* `qtk ARGS` in the temporary directory; stdout and stderr land in out and err */
+#define run(...) cli_run(bin, out, sizeof out, err, sizeof err, __VA_ARGS__)
 
 /* The line of out that starts with name followed by the given columns (space separated). */
 static bool row(const char *name, const char *cols) {

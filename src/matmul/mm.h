@@ -165,6 +165,11 @@ QTK_INTERNAL void qtk__mm_decode_generic(const qtk__mm *c, size_t r0, size_t nr,
  * the bits every ISA reproduces: amax = max|x|, s = amax / 127, q = round-half-even(x * (127 / amax)). */
 QTK_INTERNAL void qtk__mm_quantize_row(const float *x, size_t k, size_t bx, int8_t *q, float *s);
 QTK_INTERNAL qtk_status qtk__mm_int_prepare_ref(qtk__mm *c);
+/* The vector kernels' activation layout (vbytes: bytes of one vector, 32 or 64): quantizes
+ * each row of x with qrow (the portable qtk__mm_quantize_row or a vector twin with its bits)
+ * and lays it out for the integer kernels. */
+typedef void (*qtk__mm_qrow_fn)(const float *x, size_t k, size_t bx, int8_t *q, float *s);
+QTK_INTERNAL qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, bool vnni, qtk__mm_qrow_fn qrow);
 /* Lays out one quantized row (q: k values, s: per-block scales) for the SIMD integer
  * kernels. A kernel step reads `per` vectors of L bytes of a weight row (per*L fields);
  * byte i of vector j is field per*i + j of the step, so dst holds the activations in that

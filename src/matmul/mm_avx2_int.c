@@ -13,30 +13,7 @@
 #undef QTK__INT_VNNI
 
 qtk_status qtk__mm_int_prepare_avx2(qtk__mm *c) {
-    const qtk__mmw *w = &c->w;
-    const size_t M = c->M, K = c->K, CH = 32u * w->per, nb = qtk__ceil_div(K, c->bx);
-    c->vnni = (qtk__mm_features() & QTK_CPU_AVXVNNI) != 0;
-    c->kq = qtk__ceil_div(K, CH) * CH;
-    c->xs_ld = c->xc_ld = c->kq / CH * 8;
-    c->ws_floats = 0;
-    c->xq = qtk__malloc(M * c->kq);
-    c->xs = qtk__malloc(M * c->xs_ld * sizeof(float));
-    c->xc = c->vnni ? qtk__malloc(M * c->xc_ld * sizeof(int32_t)) : NULL;
-    int8_t *q = qtk__malloc(K);
-    float *s = qtk__malloc(nb * sizeof(float));
-    qtk_status st = QTK_OK;
-    if (!c->xq || !c->xs || (c->vnni && !c->xc) || !q || !s) {
-        st = qtk__err(QTK_E_NOMEM, "out of memory for the quantized activations");
-    } else {
-        for (size_t m = 0; m < M; m++) {
-            qtk__mm_quantize_row(c->x + m * K, K, c->bx, q, s);
-            qtk__mm_int_layout(q, s, K, c->bx, w->per, 32, 128, c->xq + m * c->kq, c->xs + m * c->xs_ld,
-                               c->vnni ? c->xc + m * c->xc_ld : NULL, c->kq);
-        }
-    }
-    qtk__free(q);
-    qtk__free(s);
-    return st;
+    return qtk__mm_int_prepare_simd(c, 32, (qtk__mm_features() & QTK_CPU_AVXVNNI) != 0, qtk__mm_quantize_row);
 }
 
 void qtk__mm_int_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws) {

@@ -268,29 +268,7 @@ QTK_AI void fused_range(const int kind, const qtk__mm *c, size_t n0, size_t n1) 
     }
 }
 
-#define FUSED(name, kind)                                                                                              \
-    static void name(const qtk__mm *c, size_t n0, size_t n1) { fused_range(kind, c, n0, n1); }
-FUSED(fused_f32, QTK__MMK_F32)
-FUSED(fused_i8, QTK__MMK_I8)
-FUSED(fused_t8, QTK__MMK_T8)
-FUSED(fused_e4m3, QTK__MMK_E4M3)
-FUSED(fused_e5m2, QTK__MMK_E5M2)
-FUSED(fused_t4, QTK__MMK_T4)
-FUSED(fused_t2, QTK__MMK_T2)
-
-static void nk_fused(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
-    (void)ws;
-    switch (c->w.kind) {
-    case QTK__MMK_F32: fused_f32(c, n0, n1); break;
-    case QTK__MMK_I8: fused_i8(c, n0, n1); break;
-    case QTK__MMK_T8: fused_t8(c, n0, n1); break;
-    case QTK__MMK_E4M3: fused_e4m3(c, n0, n1); break;
-    case QTK__MMK_E5M2: fused_e5m2(c, n0, n1); break;
-    case QTK__MMK_T4: fused_t4(c, n0, n1); break;
-    case QTK__MMK_T2: fused_t2(c, n0, n1); break;
-    default: break;
-    }
-}
+#include "mm_x86_fused.h"
 
 /* ---- kn fused: y[m][n] for small M, W [K, N] streamed along N ---- */
 
@@ -539,38 +517,7 @@ QTK_AI void prefetch_row(const qtk__mmw *w, size_t r, size_t c0, size_t nc) {
     }
 }
 
-#define DECODE(name, kind)                                                                                             \
-    static void name(const qtk__mm *c, size_t r0, size_t nr, size_t c0, size_t nc, bool chunked, float *dst,          \
-                     size_t ld) {                                                                                      \
-        consts kc;                                                                                                     \
-        consts_init(c, &kc);                                                                                           \
-        const size_t bc = c->w.bc, end = c0 + nc < c->w.C ? c0 + nc : c->w.C;                                         \
-        const size_t b0 = c0 / bc, nblk = end > c0 ? (end - 1) / bc - b0 + 1 : 0;                                      \
-        for (size_t i = 0; i < nr; i++) {                                                                              \
-            if (c->layout == QTK_MM_NK) prefetch_row(&c->w, r0 + nr + i, c0, nc);                                      \
-            decode_row(kind, c, &kc, r0 + i, c0, nc, chunked, b0, nblk, dst + i * ld);                                 \
-        }                                                                                                              \
-    }
-DECODE(decode_f32, QTK__MMK_F32)
-DECODE(decode_i8, QTK__MMK_I8)
-DECODE(decode_t8, QTK__MMK_T8)
-DECODE(decode_e4m3, QTK__MMK_E4M3)
-DECODE(decode_e5m2, QTK__MMK_E5M2)
-DECODE(decode_t4, QTK__MMK_T4)
-DECODE(decode_t2, QTK__MMK_T2)
-
-static void decode(const qtk__mm *c, size_t r0, size_t nr, size_t c0, size_t nc, bool chunked, float *dst, size_t ld) {
-    switch (c->w.kind) {
-    case QTK__MMK_F32: decode_f32(c, r0, nr, c0, nc, chunked, dst, ld); break;
-    case QTK__MMK_I8: decode_i8(c, r0, nr, c0, nc, chunked, dst, ld); break;
-    case QTK__MMK_T8: decode_t8(c, r0, nr, c0, nc, chunked, dst, ld); break;
-    case QTK__MMK_E4M3: decode_e4m3(c, r0, nr, c0, nc, chunked, dst, ld); break;
-    case QTK__MMK_E5M2: decode_e5m2(c, r0, nr, c0, nc, chunked, dst, ld); break;
-    case QTK__MMK_T4: decode_t4(c, r0, nr, c0, nc, chunked, dst, ld); break;
-    case QTK__MMK_T2: decode_t2(c, r0, nr, c0, nc, chunked, dst, ld); break;
-    default: break;
-    }
-}
+#include "mm_x86_decode.h"
 
 /* ---- the f32 microkernel: 6 broadcast rows x up to 4 vectors ---- */
 
