@@ -307,20 +307,21 @@ QTK_API qtk_status qtk_convert(const qtk_tensor *t, const qtk_scheme *s,
  * (the reference); higher levels are faster. */
 typedef enum qtk_isa {
     QTK_ISA_AUTO = 0,  /* the best level this CPU supports (the default) */
-    QTK_ISA_SCALAR,    /* portable C: the reference */
+    QTK_ISA_SCALAR,    /* portable C, one element at a time: the reference */
+    QTK_ISA_PORTABLE,  /* portable C vectors (compiler vector extensions): any CPU */
     QTK_ISA_AVX2,      /* x86-64 AVX2 + FMA + F16C */
     QTK_ISA_AVX512     /* x86-64 AVX-512 F/BW/DQ/VL (VBMI, VNNI used when present) */
 } qtk_isa;
 
 /* Forces a level for this process (QTK_ISA_AUTO restores detection). A level the CPU or the
  * build lacks is an error (QTK_E_UNSUPPORTED). The environment variable QTK_ISA
- * (scalar|avx2|avx512) sets the initial level. */
+ * (scalar|portable|avx2|avx512) sets the initial level. */
 QTK_API qtk_status qtk_set_isa(qtk_isa isa);
 /* The level in use. */
 QTK_API qtk_isa qtk_get_isa(void);
 /* The best level this CPU and build support. */
 QTK_API qtk_isa qtk_detect_isa(void);
-QTK_API const char *qtk_isa_name(qtk_isa isa); /* "scalar", "avx2", "avx512", "auto" */
+QTK_API const char *qtk_isa_name(qtk_isa isa); /* "scalar", "portable", "avx2", "avx512", "auto" */
 
 /* Default thread count for operations (0 = number of available cores). */
 QTK_API void qtk_set_threads(int n);

@@ -63,7 +63,8 @@ static unsigned detect(void) {
 
 static bool isa_built(qtk_isa isa) {
     switch (isa) {
-    case QTK_ISA_SCALAR: return true;
+    case QTK_ISA_SCALAR:
+    case QTK_ISA_PORTABLE: return true;
 #ifdef QTK_HAVE_AVX2
     case QTK_ISA_AVX2: return true;
 #endif
@@ -78,7 +79,8 @@ static bool isa_runs(qtk_isa isa) {
     const unsigned avx2 = QTK_CPU_AVX2 | QTK_CPU_FMA | QTK_CPU_F16C | QTK_CPU_BMI2;
     const unsigned avx512 = avx2 | QTK_CPU_AVX512F | QTK_CPU_AVX512BW | QTK_CPU_AVX512DQ | QTK_CPU_AVX512VL;
     switch (isa) {
-    case QTK_ISA_SCALAR: return true;
+    case QTK_ISA_SCALAR:
+    case QTK_ISA_PORTABLE: return true;
     case QTK_ISA_AVX2: return (features & avx2) == avx2;
     case QTK_ISA_AVX512: return (features & avx512) == avx512;
     default: return false;
@@ -87,14 +89,15 @@ static bool isa_runs(qtk_isa isa) {
 
 static void init(void) {
     features = detect();
-    detected = QTK_ISA_SCALAR;
+    detected = QTK_ISA_PORTABLE;
     if (isa_built(QTK_ISA_AVX2) && isa_runs(QTK_ISA_AVX2)) detected = QTK_ISA_AVX2;
     if (isa_built(QTK_ISA_AVX512) && isa_runs(QTK_ISA_AVX512)) detected = QTK_ISA_AVX512;
     qtk_isa use = detected;
     const char *env = getenv("QTK_ISA");
     if (env && *env) {
-        qtk_isa want = strcasecmp(env, "scalar") == 0   ? QTK_ISA_SCALAR
-                       : strcasecmp(env, "avx2") == 0   ? QTK_ISA_AVX2
+        qtk_isa want = strcasecmp(env, "scalar") == 0     ? QTK_ISA_SCALAR
+                       : strcasecmp(env, "portable") == 0 ? QTK_ISA_PORTABLE
+                       : strcasecmp(env, "avx2") == 0     ? QTK_ISA_AVX2
                        : strcasecmp(env, "avx512") == 0 ? QTK_ISA_AVX512
                                                         : QTK_ISA_AUTO;
         /* an unknown or unsupported request keeps the detected level (a library must not
@@ -125,6 +128,7 @@ const char *qtk_isa_name(qtk_isa isa) {
     switch (isa) {
     case QTK_ISA_AUTO: return "auto";
     case QTK_ISA_SCALAR: return "scalar";
+    case QTK_ISA_PORTABLE: return "portable";
     case QTK_ISA_AVX2: return "avx2";
     case QTK_ISA_AVX512: return "avx512";
     }

@@ -46,6 +46,7 @@ typedef struct qtk__kernels {
 } qtk__kernels;
 
 QTK_INTERNAL extern const qtk__kernels qtk__kernels_ref;
+QTK_INTERNAL extern const qtk__kernels qtk__kernels_portable;
 #ifdef QTK_HAVE_AVX2
 QTK_INTERNAL extern const qtk__kernels qtk__kernels_avx2;
 #endif

@@ -80,6 +80,7 @@ static inline vm vi_gt(vi a, vi b) { return _mm256_cmpgt_epi32(a, b); }
 static inline vm vi_eq(vi a, vi b) { return _mm256_cmpeq_epi32(a, b); }
 static inline vm vi_ne(vi a, vi b) { return vm_not(_mm256_cmpeq_epi32(a, b)); }
 static inline vi vi_blend(vm m, vi a, vi b) { return _mm256_blendv_epi8(a, b, m); }
+static inline vi vi_count(vi c, vm m) { return _mm256_sub_epi32(c, m); /* mask lanes are -1 */ }
 static inline vi vi_iota(void) { return _mm256_set_epi32(7, 6, 5, 4, 3, 2, 1, 0); }
 
 static inline vi vi_load_u8(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)p)); }

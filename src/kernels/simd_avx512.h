@@ -66,6 +66,7 @@ static inline vm vi_gt(vi a, vi b) { return _mm512_cmpgt_epi32_mask(a, b); }
 static inline vm vi_eq(vi a, vi b) { return _mm512_cmpeq_epi32_mask(a, b); }
 static inline vm vi_ne(vi a, vi b) { return _mm512_cmpneq_epi32_mask(a, b); }
 static inline vi vi_blend(vm m, vi a, vi b) { return _mm512_mask_blend_epi32(m, a, b); }
+static inline vi vi_count(vi c, vm m) { return _mm512_mask_add_epi32(c, m, c, _mm512_set1_epi32(1)); }
 static inline vi vi_iota(void) { return _mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0); }
 
 /* VW bytes, zero- or sign-extended to lanes */

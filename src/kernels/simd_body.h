@@ -21,14 +21,6 @@
 
 /* ---- lane helpers ---- */
 
-static inline vi vi_count(vi c, vm m) {
-#if VW == 16
-    return _mm512_mask_add_epi32(c, m, c, _mm512_set1_epi32(1));
-#else
-    return _mm256_sub_epi32(c, m); /* mask lanes are -1 */
-#endif
-}
-
 static inline vm vi_ge_u24(vi a, vi b) { return vm_not(vi_gt(b, a)); } /* values < 2^31 */
 
 /* ---- how a row's fields sit in memory ---- */
