@@ -60,6 +60,7 @@ const char *tmp_path(const char *name) {
 }
 
 static void read_into(const char *name, char *buf, size_t cap) {
+    if (!buf) return;
     size_t n = 0;
     uint8_t *b = slurp(tmp_path(name), &n);
     if (n >= cap) n = cap - 1;

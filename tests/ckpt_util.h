@@ -19,7 +19,8 @@ const char *tmp_dir_make(void);
 void tmp_dir_remove(void);
 const char *tmp_path(const char *name); /* valid for the next three calls */
 /* Runs `BIN ARGS` (ARGS formatted) in the temporary directory; its stdout and stderr land in
- * out and err (NUL-terminated, truncated to fit). Returns the exit status, -1 if killed. */
+ * out and err (NUL-terminated, truncated to fit; either may be NULL) and stay in stdout.txt
+ * and stderr.txt there. Returns the exit status, -1 if killed. */
 int cli_run(const char *bin, char *out, size_t outcap, char *err, size_t errcap, const char *fmt, ...)
     QTK_TEST_PRINTF(6, 7);
 bool file_exists(const char *path);

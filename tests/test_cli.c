@@ -1,6 +1,7 @@
 /* test_cli.c — the qtk command line (SPEC §6 contract): quantize/dequantize produce the
  * library's bytes and values; every error exits non-zero with a message and leaves no
  * output file; every command has --help. The binary comes from $QTK_BIN. */
+#include "ckpt_util.h"
 #include "test.h"
 
 #include "io/fileio.h"
@@ -13,22 +14,7 @@
 static const char *bin;
 static char dir[256];
 
-static int run(const char *args, char *err, size_t errcap) {
-    char cmd[2048], errpath[300];
-    snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >stdout.txt 2>%s", dir, bin, args, errpath);
-    int rc = system(cmd);
-    if (err) {
-        err[0] = '\0';
-        FILE *f = fopen(errpath, "r");
-        if (f) {
-            size_t n = fread(err, 1, errcap - 1, f);
-            err[n] = '\0';
-            fclose(f);
-        }
-    }
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+static int run(const char *args, char *err, size_t errcap) { return cli_run(bin, NULL, 0, err, errcap, "%s", args); }
 
 static int exists(const char *name) {
     char p[400];
@@ -53,11 +39,7 @@ static uint8_t *read_file(const char *name, size_t *n) {
 
 static void setup(void) {
     bin = getenv("QTK_BIN");
-    snprintf(dir, sizeof dir, "/tmp/qtk-cli-test-XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        exit(1);
-    }
+    snprintf(dir, sizeof dir, "%s", tmp_dir_make());
 }
 
 static void quantize_dequantize_roundtrip(void) {
@@ -221,11 +203,7 @@ static void help_everywhere(void) {
     free(o);
 }
 
-static void cleanup(void) {
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    if (system(cmd) != 0) fprintf(stderr, "could not remove %s\n", dir);
-}
+static void cleanup(void) { tmp_dir_remove(); }
 
 static void all(void) {
     setup();

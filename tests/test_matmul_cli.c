@@ -1,6 +1,7 @@
 /* test_matmul_cli.c — the 'qtk matmul' contract: it quantizes W.npy (or reads --weights-bin),
  * multiplies, and writes exactly what qtk_matmul gives; a 1-D X [K] gives Y [1, N]; errors exit
  * non-zero with a message and leave no output file; --help works. The binary is $QTK_BIN. */
+#include "ckpt_util.h"
 #include "test.h"
 
 #include "io/fileio.h"
@@ -15,22 +16,7 @@
 static const char *bin;
 static char dir[256];
 
-static int run(const char *args, char *err, size_t errcap) {
-    char cmd[2048], errpath[300];
-    snprintf(errpath, sizeof errpath, "%s/stderr.txt", dir);
-    snprintf(cmd, sizeof cmd, "cd %s && %s %s >stdout.txt 2>%s", dir, bin, args, errpath);
-    int rc = system(cmd);
-    if (err) {
-        err[0] = '\0';
-        FILE *f = fopen(errpath, "r");
-        if (f) {
-            size_t n = fread(err, 1, errcap - 1, f);
-            err[n] = '\0';
-            fclose(f);
-        }
-    }
-    return WIFEXITED(rc) ? WEXITSTATUS(rc) : -1;
-}
+static int run(const char *args, char *err, size_t errcap) { return cli_run(bin, NULL, 0, err, errcap, "%s", args); }
 
 static char *path(const char *name) {
     static char p[400];
@@ -52,11 +38,7 @@ static float W[N * K], WT[K * N], X[M * K], B[N];
 
 static void setup(void) {
     bin = getenv("QTK_BIN");
-    snprintf(dir, sizeof dir, "/tmp/qtk-mmcli-test-XXXXXX");
-    if (!mkdtemp(dir)) {
-        perror("mkdtemp");
-        exit(1);
-    }
+    snprintf(dir, sizeof dir, "%s", tmp_dir_make());
     uint64_t s = 5;
     for (int i = 0; i < N * K; i++) W[i] = trand_normal(&s) * 0.1f;
     for (int n = 0; n < N; n++)
