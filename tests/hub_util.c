@@ -99,3 +99,21 @@ const char *tmp_subdir(const char *name) {
     mkdir(p, 0755);
     return p;
 }
+
+qtk_status hub_rewrite(qtk_ckpt *c, const char *path, qtk_hub_layout l) {
+    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    qtk_hub_write_opts o = {.layout = l, .source = c};
+    qtk_hub_writer *w = NULL;
+    qtk_status st = qtk_hub_writer_open(path, d, &o, &w);
+    for (size_t i = 0; i < d->n_tensors && !st; i++) {
+        qtk_ckpt_view v;
+        st = qtk_ckpt_load(c, i, &v);
+        if (!st) st = qtk_hub_writer_put(w, v.data, v.len);
+        qtk_ckpt_unload(c, &v);
+    }
+    if (st) {
+        qtk_hub_writer_abort(w);
+        return st;
+    }
+    return qtk_hub_writer_commit(w);
+}

@@ -31,6 +31,10 @@ uint8_t *tensor_bytes(qtk_ckpt *c, const char *name, size_t *len);
 /* Tensor name's values as f32 (quantized: dequantized; raw floats decoded). */
 float *tensor_f32(qtk_ckpt *c, const char *name, size_t *n);
 
+/* Writes every tensor of c, as read, into layout l at path (a file or a directory); an
+ * error aborts the writer and leaves nothing. */
+qtk_status hub_rewrite(qtk_ckpt *c, const char *path, qtk_hub_layout l);
+
 /* A directory inside the test's temporary directory (created). */
 const char *tmp_subdir(const char *name);
 

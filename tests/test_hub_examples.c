@@ -75,25 +75,6 @@ static bool same_as_hex(const char *path, const char *hex) {
     return same;
 }
 
-/* Writes a checkpoint's tensors (as read) into layout l at path. */
-static qtk_status rewrite(qtk_ckpt *c, const char *path, qtk_hub_layout l) {
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
-    qtk_hub_write_opts o = {.layout = l, .source = c};
-    qtk_hub_writer *w = NULL;
-    qtk_status st = qtk_hub_writer_open(path, d, &o, &w);
-    for (size_t i = 0; i < d->n_tensors && !st; i++) {
-        qtk_ckpt_view v;
-        st = qtk_ckpt_load(c, i, &v);
-        if (!st) st = qtk_hub_writer_put(w, v.data, v.len);
-        qtk_ckpt_unload(c, &v);
-    }
-    if (st) {
-        qtk_hub_writer_abort(w);
-        return st;
-    }
-    return qtk_hub_writer_commit(w);
-}
-
 static void gptoss_mxfp4(void) {
     size_t n;
     uint8_t *f = hex_bytes(gptoss_hex, &n);
@@ -118,7 +99,7 @@ static void gptoss_mxfp4(void) {
         expect_values(c, 0, want, 32);
         /* written back in the same layout: the same 265 bytes (config.json goes beside) */
         tmp_dir_make();
-        CHECK_OK(rewrite(c, tmp_path("g.safetensors"), QTK_LAYOUT_GPT_OSS));
+        CHECK_OK(hub_rewrite(c, tmp_path("g.safetensors"), QTK_LAYOUT_GPT_OSS));
         CHECK_MSG(same_as_hex(tmp_path("g.safetensors"), gptoss_hex), "gpt-oss rewrite differs from §2.6");
         char *cfg = text_read(tmp_path("config.json"));
         CHECK(cfg && strstr(cfg, "\"quant_method\": \"mxfp4\""));
@@ -165,7 +146,7 @@ static void modelopt_nvfp4(void) {
         expect_payload(c, w, "97 02 00 00 00 00 00 D0 F1 00 00 00 00 00 00 00 7E 6E 00 00 80 3A");
         expect_values(c, w, nvfp4_values, 32);
         tmp_dir_make();
-        CHECK_OK(rewrite(c, tmp_path("m.safetensors"), QTK_LAYOUT_MODELOPT));
+        CHECK_OK(hub_rewrite(c, tmp_path("m.safetensors"), QTK_LAYOUT_MODELOPT));
         CHECK_MSG(same_as_hex(tmp_path("m.safetensors"), modelopt_hex), "ModelOpt rewrite differs from §3.6");
         CHECK(file_exists(tmp_path("hf_quant_config.json")) && file_exists(tmp_path("config.json")));
 
@@ -173,7 +154,7 @@ static void modelopt_nvfp4(void) {
          * scales, and weight_global_scale [1024.0] = 00 00 80 44, a divisor */
         char ct[1024];
         snprintf(ct, sizeof ct, "%s", tmp_path("ct"));
-        CHECK_OK(rewrite(c, ct, QTK_LAYOUT_CT));
+        CHECK_OK(hub_rewrite(c, ct, QTK_LAYOUT_CT));
         qtk_ckpt *raw = NULL;
         CHECK_OK(qtk_hub_open(ct, QTK_LAYOUT_NONE, &raw));
         if (raw) {

@@ -222,24 +222,6 @@ static bool reference(qtk_ckpt *raw, qtk_hub_layout l, const qt *q, float *y) {
 
 /* ---- checks ---- */
 
-static qtk_status rewrite(qtk_ckpt *c, const char *out, qtk_hub_layout l) {
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
-    qtk_hub_write_opts o = {.layout = l, .source = c};
-    qtk_hub_writer *w = NULL;
-    qtk_status st = qtk_hub_writer_open(out, d, &o, &w);
-    for (size_t i = 0; i < d->n_tensors && !st; i++) {
-        qtk_ckpt_view v;
-        st = qtk_ckpt_load(c, i, &v);
-        if (!st) st = qtk_hub_writer_put(w, v.data, v.len);
-        qtk_ckpt_unload(c, &v);
-    }
-    if (st) {
-        qtk_hub_writer_abort(w);
-        return st;
-    }
-    return qtk_hub_writer_commit(w);
-}
-
 /* Every stored tensor of a is in b with the same dtype, shape and bytes. */
 static void same_stored(const char *a, const char *b) {
     qtk_ckpt *x = NULL, *y = NULL;
@@ -332,7 +314,7 @@ static void check_set(const lset *ls, size_t max_shard) {
         free(ref);
     }
     /* read -> write in the same layout: every stored tensor's bytes, and the files themselves */
-    CHECK_OK(rewrite(c, dir2, ls->layout));
+    CHECK_OK(hub_rewrite(c, dir2, ls->layout));
     same_stored(dir, dir2);
     for (size_t s = 0; s < hi.n_shards; s++) {
         const char *f = strrchr(hi.shards[s], '/') + 1;
