@@ -222,11 +222,9 @@ static QTK_ALWAYS_INLINE void store_codes(const encoder *e, uint8_t *row, const 
         break;
     case FIELDS_STRIDED: {
         /* one unit per element: OR the field in at the row's slot */
-        vi sh = vi_sll(vi_and(codes, e->mask), (int)0); /* codes are already bits wide */
-        unsigned bit = ri->slot * p->bits;
+        vi sh = vi_sllv(vi_and(codes, e->mask), vi_set1((int)(ri->slot * p->bits)));
         uint8_t *u = row + j * p->unit_bytes;
         if (p->unit_bytes == 4) {
-            sh = vi_sllv(sh, vi_set1((int)bit));
             if (n == VW) vi_store_u32(u, vi_or(vi_load_u32(u), sh));
             else {
                 memcpy(tmp, u, n * 4);
@@ -234,7 +232,6 @@ static QTK_ALWAYS_INLINE void store_codes(const encoder *e, uint8_t *row, const 
                 memcpy(u, tmp, n * 4);
             }
         } else {
-            sh = vi_sllv(sh, vi_set1((int)bit));
             memset(tmp, 0, VW);
             memcpy(tmp, u, n);
             vi_store_u8(tmp, vi_or(vi_load_u8(tmp), sh));
