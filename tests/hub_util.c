@@ -1,7 +1,7 @@
 /* hub_util.c — see hub_util.h. */
 #include "hub_util.h"
 
-#include "tools/values.h"
+#include "io/values.h"
 
 #include <sys/stat.h>
 

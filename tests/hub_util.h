@@ -5,7 +5,7 @@
 
 #include "ckpt_util.h"
 
-#include "io/hub.h"
+#include "hub/hub.h"
 
 /* One stored tensor of a hand-made file. */
 typedef struct {

@@ -3,7 +3,7 @@
  * pre-2026-08 scheme shape refused. */
 #include "ckpt_util.h"
 
-#include "io/bpk_cbor.h"
+#include "burnpack/bpk_cbor.h"
 
 static qtk_ckpt_tensor tensor(const char *name, const char *spec, const size_t *shape, int rank, qtk_scheme *s) {
     qtk_ckpt_tensor t = {0};

@@ -5,8 +5,8 @@
  * Exits 77 (skipped) when the data is absent, as in a clone without ../shared. */
 #include "ckpt_util.h"
 
-#include "tools/convert.h"
-#include "tools/values.h"
+#include "ops/convert.h"
+#include "io/values.h"
 
 static char bpk[1024], stf[1024], hub[1024];
 

@@ -5,7 +5,7 @@
 #include "test.h"
 
 #include "io/fileio.h"
-#include "io/npy.h"
+#include "npy.h"
 
 #include <sys/stat.h>
 #include <sys/wait.h>

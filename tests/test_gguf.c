@@ -8,7 +8,7 @@
 #include "ckpt_util.h"
 
 #include "common/internal.h"
-#include "io/gguf.h"
+#include "gguf/gguf.h"
 
 /* ---- building GGUF files by hand ---- */
 

@@ -7,9 +7,9 @@
 #include "ckpt_util.h"
 
 #include "common/internal.h"
-#include "io/gguf.h"
-#include "tools/convert.h"
-#include "tools/values.h"
+#include "gguf/gguf.h"
+#include "ops/convert.h"
+#include "io/values.h"
 
 static char types_path[1024], rank3_path[1024];
 

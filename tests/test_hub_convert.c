@@ -8,7 +8,7 @@
  * conversions that fail leave no output. */
 #include "hub_util.h"
 
-#include "tools/convert.h"
+#include "ops/convert.h"
 
 #include <math.h>
 

@@ -5,7 +5,7 @@
  * and a conversion leaves no output (no file, no directory, no temporary file). */
 #include "hub_util.h"
 
-#include "tools/convert.h"
+#include "ops/convert.h"
 
 #include <dirent.h>
 

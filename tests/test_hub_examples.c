@@ -4,7 +4,7 @@
  * §3.6 weight in compressed-tensors form has the stated weight_global_scale (1024 = 1/g). */
 #include "hub_util.h"
 
-#include "io/hub.h"
+#include "hub/hub.h"
 
 /* §2.6: 265 bytes */
 static const char gptoss_hex[] =

@@ -13,7 +13,7 @@
  *   - HUB_LAYOUTS.md §1: hadamards.safetensors (odd offsets) reads and rewrites unchanged. */
 #include "hub_util.h"
 
-#include "io/hub_ct.h"
+#include "hub/hub_ct.h"
 
 #include <math.h>
 

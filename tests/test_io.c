@@ -2,7 +2,7 @@
  * files rejected with a message. */
 #include "test.h"
 
-#include "io/npy.h"
+#include "npy.h"
 
 static void roundtrip_f32(void) {
     float v[6] = {1, -2, 3.5f, 0, -0.0f, 1e-40f};

@@ -5,7 +5,7 @@
 #include "test.h"
 
 #include "io/fileio.h"
-#include "io/npy.h"
+#include "npy.h"
 #include "qtk_matmul.h"
 
 #include <stdbool.h>

@@ -4,7 +4,7 @@
  * weights, an f32 GEMV over the same matrix, and the scalar reference. */
 #include "cli.h"
 
-#include "io/synth.h"
+#include "synth.h"
 #include "qtk_matmul.h"
 
 #include <math.h>

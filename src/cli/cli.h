@@ -5,8 +5,8 @@
 
 #include "qtk.h"
 
-#include "tools/convert.h"
-#include "tools/eval.h"
+#include "ops/convert.h"
+#include "ops/eval.h"
 
 #include <stdbool.h>
 #include <stdio.h>

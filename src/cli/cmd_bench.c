@@ -2,7 +2,7 @@
  * baselines measured in the same run over the same f32 bytes. */
 #include "cli.h"
 
-#include "io/synth.h"
+#include "synth.h"
 
 #include <math.h>
 #include <pthread.h>

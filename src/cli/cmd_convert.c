@@ -1,7 +1,7 @@
 /* cmd_convert.c — qtk convert: a checkpoint to another format and/or other schemes. */
 #include "cli.h"
 
-#include "tools/convert.h"
+#include "ops/convert.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -5,7 +5,7 @@
 #include "cli.h"
 
 #include "io/fileio.h"
-#include "tools/synth_model.h"
+#include "synth_model.h"
 
 #include <stdlib.h>
 #include <string.h>

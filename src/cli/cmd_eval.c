@@ -2,7 +2,7 @@
  * but the optional chart. */
 #include "cli.h"
 
-#include "tools/eval.h"
+#include "ops/eval.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -2,7 +2,7 @@
 #include "cli.h"
 
 #include "io/checkpoint.h"
-#include "io/hub.h"
+#include "hub/hub.h"
 
 #include <stdlib.h>
 #include <string.h>

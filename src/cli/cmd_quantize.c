@@ -2,7 +2,7 @@
 #include "cli.h"
 
 #include "io/fileio.h"
-#include "io/npy.h"
+#include "npy.h"
 
 #include <stdlib.h>
 #include <string.h>

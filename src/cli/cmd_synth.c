@@ -1,7 +1,7 @@
 /* cmd_synth.c — qtk synth: write a deterministic transformer-like checkpoint. */
 #include "cli.h"
 
-#include "tools/synth_model.h"
+#include "synth_model.h"
 
 #include <string.h>
 

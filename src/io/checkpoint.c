@@ -2,7 +2,7 @@
  * with the right format, handing out tensors, and the streaming writer. */
 #include "ckpt_internal.h"
 
-#include "io/hub.h"
+#include "hub/hub.h"
 
 #include <stdio.h>
 #include <stdlib.h>

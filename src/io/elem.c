@@ -2,7 +2,7 @@
 #include "io/checkpoint.h"
 
 #include "common/internal.h"
-#include "formats/scalar.h"
+#include "numfmt/scalar.h"
 
 typedef struct {
     const char *name;

@@ -9,7 +9,7 @@
 #ifndef QTK_PLAN_H
 #define QTK_PLAN_H
 
-#include "../formats/scalar.h"
+#include "../numfmt/scalar.h"
 #include "../scheme/scheme_internal.h"
 
 #include <math.h>

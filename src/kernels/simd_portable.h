@@ -7,7 +7,7 @@
 #ifndef QTK_SIMD_PORTABLE_H
 #define QTK_SIMD_PORTABLE_H
 
-#include "../formats/scalar.h"
+#include "../numfmt/scalar.h"
 
 #include <math.h>
 #include <stdbool.h>

@@ -1,7 +1,7 @@
 /* scheme.c — the scheme model: value facts, validation, and the derived layout. */
 #include "scheme_internal.h"
 
-#include "../formats/scalar.h"
+#include "../numfmt/scalar.h"
 
 #include <stdio.h>
 

@@ -1,0 +1,124 @@
+/* gguf_internal.h — what the GGUF files share (formats/GGUF.md; docs/gguf.md):
+ *
+ *   gguf.c         the container reader: header, KV records, tensor infos, validation (§1.9)
+ *   gguf_kv.c      KV values <-> the typed text the description carries them as
+ *   gguf_types.c   the ggml type table: ids, block sizes, and what each becomes in qtk
+ *   gguf_import.c  ggml blocks -> qtk bytes for the exactly-mapped types (§3.3)
+ *   gguf_decode.c  ggml blocks -> f32 for the types with offsets/mins (ggml's own arithmetic)
+ *   gguf_export.c  qtk bytes -> ggml blocks (the writer's codecs, K-quant scale splitting)
+ *   gguf_write.c   the container writer: which ggml type each tensor becomes, header, data
+ */
+#ifndef QTK_GGUF_INTERNAL_H
+#define QTK_GGUF_INTERNAL_H
+
+#include "io/ckpt_internal.h"
+#include "gguf/gguf.h"
+
+#define GGUF_DEFAULT_ALIGN 32u
+#define GGUF_MAX_DIMS 4
+#define GGUF_MAX_NAME 63u                     /* ggml: GGML_MAX_NAME (64) includes the NUL */
+#define GGUF_MAX_STRING (1ull << 30)          /* GGUF_MAX_STRING_LENGTH */
+#define GGUF_MAX_ARRAY (1ull << 30)           /* GGUF_MAX_ARRAY_ELEMENTS */
+#define GGUF_MAX_NESTING 8                    /* qtk's bound on arrays of arrays (ggml allows none) */
+
+/* KV value types (§1.4) */
+enum {
+    GGUF_U8 = 0, GGUF_I8, GGUF_U16, GGUF_I16, GGUF_U32, GGUF_I32, GGUF_F32, GGUF_BOOL,
+    GGUF_STR, GGUF_ARR, GGUF_U64, GGUF_I64, GGUF_F64, GGUF_KV_TYPES
+};
+
+/* What a ggml type becomes when read. */
+typedef enum {
+    GK_REMOVED = 0, /* an id ggml retired (block size 0): the file is rejected */
+    GK_RAW,         /* plain elements: a raw tensor of `elem` */
+    GK_EXACT,       /* a qtk scheme holds the same values: bytes rearranged on load */
+    GK_DECODE,      /* offsets/mins: decoded to F32 on load exactly as ggml does */
+    GK_OPAQUE       /* a valid ggml type qtk does not decode (lattice IQ types) */
+} gguf_kind;
+
+typedef struct gguf_type {
+    const char *name;   /* "Q4_K" */
+    uint32_t blck;      /* elements per block */
+    uint32_t bytes;     /* bytes per block */
+    gguf_kind kind;
+    qtk_elem elem;      /* GK_RAW */
+    const char *spec;   /* GK_EXACT: the scheme its tensors read as */
+} gguf_type;
+
+/* NULL for ids >= QTK_GGUF_TYPE_COUNT. */
+const gguf_type *qtk__gguf_type(uint32_t id);
+
+/* ---- reading ---- */
+
+/* Per tensor of the description (parallel to c->desc.tensors). */
+typedef struct gguf_rtensor {
+    uint32_t type;
+    size_t off, len;    /* absolute file range of the ggml bytes */
+    size_t g_off;       /* NVFP4 with a companion: absolute offset of its f32, else SIZE_MAX */
+} gguf_rtensor;
+
+typedef struct gguf_reader {
+    gguf_rtensor *t;
+    size_t n;
+} gguf_reader;
+
+/* Fills the bytes of one exactly-mapped tensor in qtk's layout for its scheme: values at 0,
+ * scales at L->scales_offset (then the global and the table, which the caller writes).
+ * nblocks ggml blocks at src, the first at file offset file_off. Errors name the block and its
+ * file offset (the loader adds the tensor). */
+qtk_status qtk__gguf_import(uint32_t type, const uint8_t *src, size_t nblocks, const qtk_layout *L, uint8_t *dst,
+                            size_t file_off);
+/* Decodes nblocks blocks of a GK_DECODE type to f32, as ggml's dequantizer computes them. */
+qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nblocks, float *dst, size_t file_off);
+
+/* ---- KV values as text (gguf_kv.c) ---- */
+
+/* A growable text buffer. */
+typedef struct gguf_text {
+    char *p;
+    size_t n, cap;
+    bool oom;
+} gguf_text;
+void qtk__gguf_text_free(gguf_text *t);
+
+/* A cursor over the file for the reader. */
+typedef struct gguf_cur {
+    const uint8_t *p;
+    size_t len, pos;
+} gguf_cur;
+
+/* Reads one KV value of type `type` at the cursor and appends its typed text (docs/gguf.md
+ * §KV text) to out; `what` names the record in messages ("KV 3 'test.u8'"). */
+qtk_status qtk__gguf_read_value(gguf_cur *c, uint32_t type, gguf_text *out, const char *what);
+const char *qtk__gguf_kv_type_name(uint32_t type); /* "u8", ... "arr", NULL if unknown */
+
+/* A parsed typed value (from text), ready to be written. */
+typedef struct gguf_wvalue {
+    uint32_t type;   /* GGUF_U8 ... (GGUF_ARR: elem + count + encoded elements) */
+    uint8_t *bytes;  /* the encoded value exactly as it goes into the file, after the type */
+    size_t len;
+} gguf_wvalue;
+/* Parses a description metadata value: tagged text -> that type, anything else -> STRING
+ * holding the text as it is. Nested arrays set *nested (the writer leaves them out). */
+qtk_status qtk__gguf_parse_value(const char *text, gguf_wvalue *out, bool *nested);
+void qtk__gguf_wvalue_free(gguf_wvalue *v);
+
+/* ---- writing (gguf_export.c) ---- */
+
+/* The part of the writer's decision that depends only on the tensor's description: which
+ * ggml type, or -1 with the reason in why. hint: a ggml type name or NULL. */
+int qtk__gguf_choose(const qtk_ckpt_tensor *t, const char *hint, bool *companion, char *why, size_t cap);
+/* Converts a quantized tensor's qtk bytes into `type` blocks at dst (exactly
+ * numel / blck x bytes); data-dependent conditions (a field out of the type's range, scales a
+ * K-quant cannot hold) are errors naming the block. */
+qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *dst);
+
+/* the writer's entries in qtk__gguf_ops (gguf_write.c) */
+qtk_status qtk__gguf_begin(qtk_ckpt_writer *w);
+qtk_status qtk__gguf_put(qtk_ckpt_writer *w, const uint8_t *bytes, size_t len);
+void qtk__gguf_wfree(qtk_ckpt_writer *w);
+
+/* f16 bits <-> f32 (exact both ways for values f16 holds) */
+float qtk__gguf_f16(uint16_t h);
+
+#endif

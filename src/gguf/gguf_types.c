@@ -1,0 +1,78 @@
+/* gguf_types.c — the ggml type table (GGUF.md §2.1) and what each type becomes in qtk
+ * (GGUF.md §3.2, docs/gguf.md). */
+#include "gguf/gguf_internal.h"
+
+#include <strings.h>
+
+#define RAW(n, b, e) {n, 1, b, GK_RAW, e, NULL}
+#define EXACT(n, k, b, s) {n, k, b, GK_EXACT, QTK_ELEM_NONE, s}
+#define DECODE(n, k, b) {n, k, b, GK_DECODE, QTK_ELEM_F32, NULL}
+#define OPAQUE(n, k, b) {n, k, b, GK_OPAQUE, QTK_ELEM_F32, NULL}
+#define REMOVED {NULL, 0, 0, GK_REMOVED, QTK_ELEM_NONE, NULL}
+
+/* Why these schemes (GGUF.md §3.2-§3.3, with the settled decisions of §3.6):
+ *   - negative stored scales are accepted by qtk, so Q4_0, IQ4_NL, Q5_0, Q3_K, Q6_K, Q8_K and
+ *     IQ4_XS keep ggml's signed scales as they are;
+ *   - 256-element super-blocks with one scale (Q8_K, TQ1_0, TQ2_0) become block=128 with the
+ *     scale written twice: Burn's containers hold block dims up to 255 only, and these tensors
+ *     must convert to .bpk;
+ *   - the K-quants' sub-scales d x sc are exact in f32, hence f32 block scales;
+ *   - NVFP4 reads as single-level e2m1/ue4m3 (ggml's tensor has no global scale); with a
+ *     companion ".scale" tensor it reads as the two-level nvfp4 preset (gguf.c). */
+static const gguf_type types[QTK_GGUF_TYPE_COUNT] = {
+    [0] = RAW("F32", 4, QTK_ELEM_F32),
+    [1] = RAW("F16", 2, QTK_ELEM_F16),
+    [2] = EXACT("Q4_0", 32, 18, "q4f,block=32:f16"),
+    [3] = DECODE("Q4_1", 32, 20),
+    [4] = REMOVED,
+    [5] = REMOVED,
+    [6] = EXACT("Q5_0", 32, 22, "q8f,block=32:f16,store=native"),
+    [7] = DECODE("Q5_1", 32, 24),
+    [8] = EXACT("Q8_0", 32, 34, "q8f,block=32:f16,store=native"),
+    [9] = EXACT("Q8_1", 32, 36, "q8f,block=32:f16,store=native"),
+    [10] = DECODE("Q2_K", 256, 84),
+    [11] = EXACT("Q3_K", 256, 110, "q4f,block=16:f32"),
+    [12] = DECODE("Q4_K", 256, 144),
+    [13] = DECODE("Q5_K", 256, 176),
+    [14] = EXACT("Q6_K", 256, 210, "q8f,block=16:f32,store=native"),
+    [15] = EXACT("Q8_K", 256, 292, "q8f,block=128:f32,store=native"),
+    [16] = OPAQUE("IQ2_XXS", 256, 66),
+    [17] = OPAQUE("IQ2_XS", 256, 74),
+    [18] = OPAQUE("IQ3_XXS", 256, 98),
+    [19] = OPAQUE("IQ1_S", 256, 50),
+    [20] = EXACT("IQ4_NL", 32, 18, "q4f,table=iq4nl,block=32:f16"),
+    [21] = OPAQUE("IQ3_S", 256, 110),
+    [22] = OPAQUE("IQ2_S", 256, 82),
+    [23] = EXACT("IQ4_XS", 256, 136, "q4f,table=iq4nl,block=32:f32"),
+    [24] = RAW("I8", 1, QTK_ELEM_I8),
+    [25] = RAW("I16", 2, QTK_ELEM_I16),
+    [26] = RAW("I32", 4, QTK_ELEM_I32),
+    [27] = RAW("I64", 8, QTK_ELEM_I64),
+    [28] = RAW("F64", 8, QTK_ELEM_F64),
+    [29] = OPAQUE("IQ1_M", 256, 56),
+    [30] = RAW("BF16", 2, QTK_ELEM_BF16),
+    [31] = REMOVED,
+    [32] = REMOVED,
+    [33] = REMOVED,
+    [34] = EXACT("TQ1_0", 256, 54, "q2s,block=128:f16"),
+    [35] = EXACT("TQ2_0", 256, 66, "q2s,block=128:f16"),
+    [36] = REMOVED,
+    [37] = REMOVED,
+    [38] = REMOVED,
+    [39] = EXACT("MXFP4", 32, 17, "mxfp4"),
+    [40] = EXACT("NVFP4", 64, 36, "e2m1,block=16:ue4m3,store=packed:0"),
+    [41] = EXACT("Q1_0", 128, 18, "q2s,block=128:f16"),
+    [42] = EXACT("Q2_0", 64, 18, "q2s,block=64:f16"),
+};
+
+const gguf_type *qtk__gguf_type(uint32_t id) { return id < QTK_GGUF_TYPE_COUNT ? &types[id] : NULL; }
+
+const char *qtk_gguf_type_name(uint32_t id) { return id < QTK_GGUF_TYPE_COUNT ? types[id].name : NULL; }
+
+int qtk_gguf_type_id(const char *name) {
+    for (int i = 0; name && i < QTK_GGUF_TYPE_COUNT; i++)
+        if (types[i].name && strcasecmp(types[i].name, name) == 0) return i;
+    return -1;
+}
+
+float qtk__gguf_f16(uint16_t h) { return qtk_fmt_decode(QTK_DTYPE_F16, h); }

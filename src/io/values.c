@@ -1,0 +1,44 @@
+/* values.c — see values.h. */
+#include "io/values.h"
+
+#include "common/internal.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+qtk_status qtk_buf_reserve(qtk_buf *b, size_t n) {
+    if (n <= b->cap && b->p) return QTK_OK;
+    free(b->p);
+    b->p = malloc(n ? n : 1);
+    b->cap = b->p ? n : 0;
+    if (!b->p) return qtk__err(QTK_E_NOMEM, "out of memory for %zu bytes", n);
+    return QTK_OK;
+}
+
+void qtk_buf_free(qtk_buf *b) {
+    free(b->p);
+    b->p = NULL;
+    b->cap = 0;
+}
+
+qtk_status qtk_values_f32(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk_buf *buf, const float **out) {
+    size_t need;
+    if (!qtk__mul_ok(t->numel, sizeof(float), &need)) return qtk__err(QTK_E_SHAPE, "tensor '%s' is too large", t->name);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+    /* f32 bytes in the file are little-endian floats already: read them where they lie */
+    if (!t->quantized && (t->elem == QTK_ELEM_F32 || t->elem == QTK_ELEM_FLEX32) &&
+        (uintptr_t)bytes % _Alignof(float) == 0) {
+        *out = (const float *)(const void *)bytes;
+        return QTK_OK;
+    }
+#endif
+    qtk_status st = qtk_buf_reserve(buf, need);
+    if (st) return st;
+    if (t->quantized)
+        st = qtk_dequantize_bytes(bytes, t->nbytes, t->shape, t->rank, &t->scheme, QTK_DTYPE_F32, buf->p, t->numel);
+    else
+        st = qtk_elem_to_f32(t->elem, bytes, t->numel, buf->p);
+    if (st) return qtk__err_context(st, "tensor '%s'", t->name);
+    *out = buf->p;
+    return QTK_OK;
+}

@@ -1,0 +1,183 @@
+/* select.c — tensor selection rules (see select.h). */
+#include "ops/select.h"
+
+#include "common/internal.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <strings.h>
+
+void qtk_select_init(qtk_select *s) {
+    memset(s, 0, sizeof *s);
+    s->min_numel = QTK_SELECT_MIN_NUMEL;
+    s->out_elem = QTK_ELEM_F32;
+}
+
+void qtk_select_free(qtk_select *s) {
+    if (s->has_only) regfree(&s->only);
+    if (s->has_skip) regfree(&s->skip);
+    for (size_t i = 0; i < s->n_rules; i++) {
+        regfree(&s->rules[i].re);
+        free(s->rules[i].text);
+    }
+    free(s->rules);
+    memset(s, 0, sizeof *s);
+}
+
+static qtk_status compile(regex_t *re, const char *pattern, const char *what) {
+    int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
+    if (rc == 0) return QTK_OK;
+    char msg[160];
+    regerror(rc, re, msg, sizeof msg);
+    return qtk__err(QTK_E_PARSE, "%s '%s' is not a POSIX extended regular expression: %s", what, pattern, msg);
+}
+
+qtk_status qtk_select_only(qtk_select *s, const char *regex) {
+    if (s->has_only) return qtk__err(QTK_E_ARG, "--only given twice");
+    qtk_status st = compile(&s->only, regex, "--only");
+    s->has_only = st == QTK_OK;
+    return st;
+}
+
+qtk_status qtk_select_skip(qtk_select *s, const char *regex) {
+    if (s->has_skip) return qtk__err(QTK_E_ARG, "--skip given twice");
+    qtk_status st = compile(&s->skip, regex, "--skip");
+    s->has_skip = st == QTK_OK;
+    return st;
+}
+
+static qtk_status parse_target(const char *spec, qtk_target *t) {
+    memset(t, 0, sizeof *t);
+    if (strcasecmp(spec, "none") == 0) {
+        t->kind = QTK_TARGET_NONE;
+        return QTK_OK;
+    }
+    if (strcasecmp(spec, "keep") == 0) {
+        t->kind = QTK_TARGET_KEEP;
+        return QTK_OK;
+    }
+    t->kind = QTK_TARGET_SCHEME;
+    return qtk_scheme_parse(spec, &t->scheme);
+}
+
+qtk_status qtk_select_default(qtk_select *s, const char *spec) {
+    qtk_status st = parse_target(spec, &s->dflt);
+    if (!st && s->dflt.kind == QTK_TARGET_KEEP)
+        return qtk__err(QTK_E_PARSE, "--scheme keep: leave --scheme out to keep every tensor as it is");
+    return st;
+}
+
+qtk_status qtk_select_dtype(qtk_select *s, const char *name) {
+    if (strcasecmp(name, "f32") == 0) s->out_elem = QTK_ELEM_F32;
+    else if (strcasecmp(name, "f16") == 0) s->out_elem = QTK_ELEM_F16;
+    else if (strcasecmp(name, "bf16") == 0) s->out_elem = QTK_ELEM_BF16;
+    else return qtk__err(QTK_E_PARSE, "--dtype '%s' is not f32, f16 or bf16", name);
+    return QTK_OK;
+}
+
+qtk_status qtk_select_rule(qtk_select *s, const char *rule) {
+    qtk_target t;
+    const char *eq = NULL;
+    for (const char *p = strchr(rule, '='); p; p = strchr(p + 1, '='))
+        if (p > rule && parse_target(p + 1, &t) == QTK_OK) {
+            eq = p;
+            break;
+        }
+    if (!eq) {
+        /* say why the last candidate failed, the likeliest intended split */
+        const char *first = strchr(rule, '=');
+        if (!first || first == rule)
+            return qtk__err(QTK_E_PARSE, "--rule '%s' is not REGEX=SPEC", rule);
+        qtk_status st = parse_target(first + 1, &t);
+        return qtk__err_context(st, "--rule '%s'", rule);
+    }
+    size_t n = (size_t)(eq - rule);
+    char *pat = malloc(n + 1), *text = malloc(strlen(rule) + 1);
+    qtk_rule *r = realloc(s->rules, (s->n_rules + 1) * sizeof *r);
+    if (r) s->rules = r;
+    if (!pat || !text || !r) {
+        free(pat);
+        free(text);
+        return qtk__err(QTK_E_NOMEM, "out of memory");
+    }
+    memcpy(pat, rule, n);
+    pat[n] = '\0';
+    strcpy(text, rule);
+    qtk_rule *nr = &s->rules[s->n_rules];
+    qtk_status st = compile(&nr->re, pat, "--rule regex");
+    free(pat);
+    if (st) {
+        free(text);
+        return st;
+    }
+    nr->target = t;
+    nr->text = text;
+    s->n_rules++;
+    return QTK_OK;
+}
+
+static bool matches(const regex_t *re, const char *name) { return regexec(re, name, 0, NULL, 0) == 0; }
+
+static bool candidate(const qtk_ckpt_tensor *t) { return t->quantized || qtk_elem_is_float(t->elem); }
+
+static bool big_enough(const qtk_select *s, const qtk_ckpt_tensor *t) { return t->rank >= 2 && t->numel >= s->min_numel; }
+
+bool qtk_select_eligible(const qtk_select *s, const qtk_ckpt_tensor *t) {
+    if (!candidate(t)) return false;
+    if (s->has_skip && matches(&s->skip, t->name)) return false;
+    if (s->has_only && !matches(&s->only, t->name)) return false;
+    return big_enough(s, t);
+}
+
+/* Applies a target to a tensor. */
+static void apply(const qtk_select *s, const qtk_target *tg, const qtk_ckpt_tensor *t, qtk_decision *d) {
+    if (tg->kind == QTK_TARGET_KEEP) {
+        d->act = QTK_ACT_KEEP;
+    } else if (tg->kind == QTK_TARGET_NONE) {
+        /* a tensor the reader decoded from a quantized type (GGUF's Q4_K) counts as quantized */
+        bool q = t->quantized || t->decoded;
+        d->act = q ? QTK_ACT_DEQUANTIZE : QTK_ACT_KEEP;
+        d->elem = s->out_elem;
+        if (!q) snprintf(d->why, sizeof d->why, "not quantized");
+    } else if (t->quantized && qtk_scheme_equal(&t->scheme, &tg->scheme)) {
+        d->act = QTK_ACT_KEEP;
+        snprintf(d->why, sizeof d->why, "already in the scheme");
+    } else {
+        d->act = QTK_ACT_QUANTIZE;
+        d->scheme = tg->scheme;
+    }
+}
+
+void qtk_select_decide(const qtk_select *s, const qtk_ckpt_tensor *t, qtk_decision *d) {
+    memset(d, 0, sizeof *d);
+    d->act = QTK_ACT_KEEP;
+    if (!candidate(t)) {
+        snprintf(d->why, sizeof d->why, "%s is not a float type", qtk_elem_name(t->elem));
+        return;
+    }
+    if (s->has_skip && matches(&s->skip, t->name)) {
+        snprintf(d->why, sizeof d->why, "--skip");
+        return;
+    }
+    if (s->has_only && !matches(&s->only, t->name)) {
+        snprintf(d->why, sizeof d->why, "not --only");
+        return;
+    }
+    for (size_t i = 0; i < s->n_rules; i++)
+        if (matches(&s->rules[i].re, t->name)) {
+            snprintf(d->why, sizeof d->why, "rule %zu '%.60s'", i + 1, s->rules[i].text);
+            apply(s, &s->rules[i].target, t, d);
+            return;
+        }
+    if (s->dflt.kind == QTK_TARGET_KEEP) {
+        snprintf(d->why, sizeof d->why, "no --scheme");
+        return;
+    }
+    if (s->dflt.kind == QTK_TARGET_SCHEME && !big_enough(s, t)) {
+        if (t->rank < 2) snprintf(d->why, sizeof d->why, "rank %d", t->rank);
+        else snprintf(d->why, sizeof d->why, "%zu elements < %zu", t->numel, s->min_numel);
+        return;
+    }
+    snprintf(d->why, sizeof d->why, "--scheme");
+    apply(s, &s->dflt, t, d);
+}
