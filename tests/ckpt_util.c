@@ -99,7 +99,7 @@ int tmp_dir_count(const char *part) {
 
 uint8_t *slurp(const char *path, size_t *n) {
     uint8_t *b = NULL;
-    if (qtk_io_read_file(path, &b, n) != QTK_OK) return NULL;
+    if (qtk__io_read_file(path, &b, n) != QTK_OK) return NULL;
     return b;
 }
 

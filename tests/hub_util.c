@@ -57,7 +57,7 @@ bool text_write(const char *path, const char *text) {
 }
 
 size_t tensor_index(const qtk_ckpt *c, const char *name) {
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     for (size_t i = 0; i < d->n_tensors; i++)
         if (strcmp(d->tensors[i].name, name) == 0) return i;
     return SIZE_MAX;
@@ -78,18 +78,18 @@ uint8_t *tensor_bytes(qtk_ckpt *c, const char *name, size_t *len) {
 float *tensor_f32(qtk_ckpt *c, const char *name, size_t *n) {
     size_t i = tensor_index(c, name);
     if (i == SIZE_MAX) return NULL;
-    const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(c)->tensors[i];
+    const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[i];
     qtk_ckpt_view v;
     if (qtk_ckpt_load(c, i, &v) != QTK_OK) return NULL;
-    qtk_buf b = {0};
+    qtk__buf b = {0};
     const float *x = NULL;
     float *out = NULL;
-    if (qtk_values_f32(t, v.data, &b, &x) == QTK_OK) {
+    if (qtk__values_f32(t, v.data, &b, &x) == QTK_OK) {
         out = malloc((t->numel ? t->numel : 1) * sizeof *out);
         memcpy(out, x, t->numel * sizeof *out);
         *n = t->numel;
     }
-    qtk_buf_free(&b);
+    qtk__buf_free(&b);
     qtk_ckpt_unload(c, &v);
     return out;
 }
@@ -101,19 +101,19 @@ const char *tmp_subdir(const char *name) {
 }
 
 qtk_status hub_rewrite(qtk_ckpt *c, const char *path, qtk_hub_layout l) {
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
-    qtk_hub_write_opts o = {.layout = l, .source = c};
-    qtk_hub_writer *w = NULL;
-    qtk_status st = qtk_hub_writer_open(path, d, &o, &w);
+    const qtk__desc *d = qtk__ckpt_desc(c);
+    qtk__hub_write_opts o = {.layout = l, .source = c};
+    qtk__hub_writer *w = NULL;
+    qtk_status st = qtk__hub_writer_open(path, d, &o, &w);
     for (size_t i = 0; i < d->n_tensors && !st; i++) {
         qtk_ckpt_view v;
         st = qtk_ckpt_load(c, i, &v);
-        if (!st) st = qtk_hub_writer_put(w, v.data, v.len);
+        if (!st) st = qtk__hub_writer_put(w, v.data, v.len);
         qtk_ckpt_unload(c, &v);
     }
     if (st) {
-        qtk_hub_writer_abort(w);
+        qtk__hub_writer_abort(w);
         return st;
     }
-    return qtk_hub_writer_commit(w);
+    return qtk__hub_writer_commit(w);
 }

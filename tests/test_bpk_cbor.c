@@ -25,7 +25,7 @@ static void check_dtype_hex(const char *spec, const size_t *shape, int rank, con
     qtk_ckpt_tensor t = tensor("w", spec, shape, rank, &s);
     uint8_t *b = NULL;
     size_t n = 0;
-    CHECK_OK(qtk_bpk_encode_dtype(&t, &b, &n));
+    CHECK_OK(qtk__bpk_encode_dtype(&t, &b, &n));
     char *got = bytes_hex(b, n);
     CHECK_EQ_U(n, want_len);
     CHECK_MSG(strcmp(got, want_hex) == 0, "%s:\n got  %s\n want %s", spec, got, want_hex);
@@ -33,8 +33,8 @@ static void check_dtype_hex(const char *spec, const size_t *shape, int rank, con
     struct cbor_load_result res;
     cbor_item_t *it = cbor_load(b, n, &res);
     CHECK(it != NULL);
-    qtk_bpk_dtype dt;
-    CHECK_OK(qtk_bpk_decode_dtype(it, &dt));
+    qtk__bpk_dtype dt;
+    CHECK_OK(qtk__bpk_decode_dtype(it, &dt));
     CHECK(dt.quantized);
     if (s.mode != QTK_MODE_LOOKUP) CHECK_MSG(qtk_scheme_equal(&dt.scheme, &s), "%s does not decode to itself", spec);
     cbor_decref(&it);
@@ -66,17 +66,17 @@ static void worked_examples(void) {
 
 /* (d): the whole metadata of a one-tensor file, and the file around it. */
 static void whole_metadata(void) {
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     qtk_scheme s;
     CHECK_OK(qtk_scheme_parse("nvfp4", &s));
     size_t shape[2] = {64, 32}, starts[1] = {0};
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "w", &s, shape, 2, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&d, "format", "burnpack"));
+    CHECK_OK(qtk__desc_add_quantized(&d, "w", &s, shape, 2, NULL));
+    CHECK_OK(qtk__desc_add_meta(&d, "format", "burnpack"));
     CHECK_EQ_U(d.tensors[0].nbytes, 1156);
     uint8_t *b = NULL;
     size_t n = 0;
-    CHECK_OK(qtk_bpk_encode_metadata(&d, starts, &b, &n));
+    CHECK_OK(qtk__bpk_encode_metadata(&d, starts, &b, &n));
     char *got = bytes_hex(b, n);
     CHECK_EQ_U(n, 185);
     CHECK_MSG(strcmp(got, hex_d) == 0, "metadata:\n got  %s\n want %s", got, hex_d);
@@ -91,7 +91,7 @@ static void whole_metadata(void) {
     CHECK_OK(qtk_quantize_into(x, shape, 2, &s, NULL, payload, sizeof payload));
     tmp_dir_make();
     const void *bytes[1] = {payload};
-    CHECK_OK(qtk_ckpt_write(tmp_path("w.bpk"), QTK_CKPT_BURNPACK, &d, bytes, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("w.bpk"), QTK_CKPT_BURNPACK, &d, bytes, 0));
     size_t fn;
     uint8_t *f = slurp(tmp_path("w.bpk"), &fn);
     CHECK(f && fn == 1412);
@@ -107,22 +107,22 @@ static void whole_metadata(void) {
     }
     free(f);
     tmp_dir_remove();
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
 }
 
 /* (e): scalars, keys sorted, shortest floats. */
 static void scalars(void) {
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     qtk_ckpt_scalar sc[5] = {
         {.name = "e", .kind = QTK_SCALAR_FLOAT, .f = 0.1}, {.name = "b", .kind = QTK_SCALAR_UINT, .u = 7},
         {.name = "a", .kind = QTK_SCALAR_INT, .i = -3},    {.name = "d", .kind = QTK_SCALAR_BOOL, .b = true},
         {.name = "c", .kind = QTK_SCALAR_FLOAT, .f = 0.5},
     };
-    for (int i = 0; i < 5; i++) CHECK_OK(qtk_ckpt_desc_add_scalar(&d, &sc[i]));
+    for (int i = 0; i < 5; i++) CHECK_OK(qtk__desc_add_scalar(&d, &sc[i]));
     uint8_t *b = NULL;
     size_t n = 0;
-    CHECK_OK(qtk_bpk_encode_metadata(&d, NULL, &b, &n));
+    CHECK_OK(qtk__bpk_encode_metadata(&d, NULL, &b, &n));
     char *got = bytes_hex(b, n);
     const char *want = "a2" "6774656e736f7273" "a0" "677363616c617273" "a5"
                        "6161" "a163496e74" "22"
@@ -133,21 +133,21 @@ static void scalars(void) {
     CHECK_MSG(strcmp(got, want) == 0, "scalars:\n got  %s\n want %s", got, want);
     free(got);
     free(b);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     /* Int 3 is a CBOR unsigned; a single-precision and a half subnormal */
-    qtk_ckpt_desc_init(&d);
+    qtk__desc_init(&d);
     qtk_ckpt_scalar s2[3] = {{.name = "i", .kind = QTK_SCALAR_INT, .i = 3},
                              {.name = "s", .kind = QTK_SCALAR_FLOAT, .f = 0.1f},
                              {.name = "t", .kind = QTK_SCALAR_FLOAT, .f = 0x1p-20}};
-    for (int i = 0; i < 3; i++) CHECK_OK(qtk_ckpt_desc_add_scalar(&d, &s2[i]));
-    CHECK_OK(qtk_bpk_encode_metadata(&d, NULL, &b, &n));
+    for (int i = 0; i < 3; i++) CHECK_OK(qtk__desc_add_scalar(&d, &s2[i]));
+    CHECK_OK(qtk__bpk_encode_metadata(&d, NULL, &b, &n));
     got = bytes_hex(b, n);
     CHECK_MSG(strstr(got, "6169a163496e7403") != NULL, "Int 3: %s", got);
     CHECK_MSG(strstr(got, "a165466c6f6174fa3dcccccd") != NULL, "f32 0.1: %s", got);
     CHECK_MSG(strstr(got, "a165466c6f6174f90010") != NULL, "half subnormal 2^-20: %s", got);
     free(got);
     free(b);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
 }
 
 /* Every family: each value, store, level and scale dtype encodes and decodes to itself. */
@@ -166,11 +166,11 @@ static void families(void) {
         qtk_ckpt_tensor t = tensor("x", specs[k], shape, 5, &s);
         uint8_t *b = NULL;
         size_t n = 0;
-        CHECK_OK(qtk_bpk_encode_dtype(&t, &b, &n));
+        CHECK_OK(qtk__bpk_encode_dtype(&t, &b, &n));
         struct cbor_load_result res;
         cbor_item_t *it = cbor_load(b, n, &res);
-        qtk_bpk_dtype dt;
-        CHECK(it && qtk_bpk_decode_dtype(it, &dt) == QTK_OK && dt.quantized);
+        qtk__bpk_dtype dt;
+        CHECK(it && qtk__bpk_decode_dtype(it, &dt) == QTK_OK && dt.quantized);
         CHECK_MSG(qtk_scheme_equal(&dt.scheme, &s), "'%s' does not come back", specs[k]);
         if (it) cbor_decref(&it);
         free(b);
@@ -180,7 +180,7 @@ static void families(void) {
     qtk_ckpt_tensor t = tensor("x", "nf4", shape + 3, 2, &s);
     uint8_t *b = NULL;
     size_t n = 0;
-    CHECK_OK(qtk_bpk_encode_dtype(&t, &b, &n));
+    CHECK_OK(qtk__bpk_encode_dtype(&t, &b, &n));
     char *h = bytes_hex(b, n);
     CHECK(strstr(h, "646d6f6465664c6f6f6b7570") != NULL); /* "mode": "Lookup" */
     free(h);
@@ -193,43 +193,43 @@ static void block_limits(void) {
     qtk_ckpt_tensor t = tensor("w", "q4f,block=*:f32", ok_shape, 2, &s);
     uint8_t *b = NULL;
     size_t n = 0;
-    CHECK_OK(qtk_bpk_encode_dtype(&t, &b, &n));
+    CHECK_OK(qtk__bpk_encode_dtype(&t, &b, &n));
     char *h = bytes_hex(b, n);
     CHECK_MSG(strstr(h, "8518ff01010101") != NULL, "* resolves to 255: %s", h); /* storage [255, 1, 1, 1, 1] */
     free(h);
     free(b);
     t = tensor("w", "q4f,block=*:f32", big, 2, &s);
-    CHECK_ERR(qtk_bpk_encode_dtype(&t, &b, &n), QTK_E_UNSUPPORTED, "tensor 'w': scheme 'q4f,block=*:f32' on shape 4x256 has a block dim of 256");
+    CHECK_ERR(qtk__bpk_encode_dtype(&t, &b, &n), QTK_E_UNSUPPORTED, "tensor 'w': scheme 'q4f,block=*:f32' on shape 4x256 has a block dim of 256");
     t = tensor("w", "q8s,block=300:f16", big, 2, &s);
-    CHECK_ERR(qtk_bpk_encode_dtype(&t, &b, &n), QTK_E_UNSUPPORTED, "at most 255");
+    CHECK_ERR(qtk__bpk_encode_dtype(&t, &b, &n), QTK_E_UNSUPPORTED, "at most 255");
     t = tensor("w", "q8s,block=2x*:f16", ok_shape, 2, &s);
-    CHECK_OK(qtk_bpk_encode_dtype(&t, &b, &n));
+    CHECK_OK(qtk__bpk_encode_dtype(&t, &b, &n));
     h = bytes_hex(b, n);
     CHECK_MSG(strstr(h, "850218ff010101") != NULL && strstr(h, "636c656e02") != NULL, "2x*: %s", h);
     free(h);
     free(b);
     /* a raw dtype Burn does not have */
     qtk_ckpt_tensor r = {.name = "f8", .elem = QTK_ELEM_F8_E4M3};
-    CHECK_ERR(qtk_bpk_encode_dtype(&r, &b, &n), QTK_E_UNSUPPORTED, "tensor 'f8' is F8_E4M3, which burnpack has no dtype for");
+    CHECK_ERR(qtk__bpk_encode_dtype(&r, &b, &n), QTK_E_UNSUPPORTED, "tensor 'f8' is F8_E4M3, which burnpack has no dtype for");
     qtk_ckpt_tensor bu = {.name = "m", .elem = QTK_ELEM_BOOL_U32};
-    CHECK_OK(qtk_bpk_encode_dtype(&bu, &b, &n));
+    CHECK_OK(qtk__bpk_encode_dtype(&bu, &b, &n));
     h = bytes_hex(b, n);
     CHECK_MSG(strcmp(h, "a164426f6f6c63553332") == 0, "Bool(U32): %s", h);
     free(h);
     free(b);
 }
 
-static qtk_status decode_hex_dtype(const uint8_t *b, size_t n, qtk_bpk_dtype *dt) {
+static qtk_status decode_hex_dtype(const uint8_t *b, size_t n, qtk__bpk_dtype *dt) {
     struct cbor_load_result res;
     cbor_item_t *it = cbor_load(b, n, &res);
     if (!it) return QTK_E_INTERNAL;
-    qtk_status st = qtk_bpk_decode_dtype(it, dt);
+    qtk_status st = qtk__bpk_decode_dtype(it, dt);
     cbor_decref(&it);
     return st;
 }
 
 static void decode_errors(void) {
-    qtk_bpk_dtype dt;
+    qtk__bpk_dtype dt;
     cbuf c = {0};
     /* the pre-2026-08-19 shape: {value, param, store, level, mode} */
     cb_head(&c, 5, 1), cb_text(&c, "QFloat"), cb_head(&c, 5, 5);

@@ -10,7 +10,7 @@
 /* A description of one tensor of every Burn dtype and of every quantized family, with its
  * bytes (raw: random; quantized: a real quantization). */
 typedef struct {
-    qtk_ckpt_desc d;
+    qtk__desc d;
     uint8_t **bytes;
 } model;
 
@@ -31,7 +31,7 @@ static void model_add(model *m, const uint8_t *b) {
 
 static void model_make(model *m, bool burn_only_dtypes, bool st_only_dtypes) {
     memset(m, 0, sizeof *m);
-    qtk_ckpt_desc_init(&m->d);
+    qtk__desc_init(&m->d);
     uint64_t seed = 99;
     uint8_t raw[4096];
     for (size_t i = 0; i < sizeof raw; i++) raw[i] = (uint8_t)trand_u64(&seed);
@@ -45,23 +45,23 @@ static void model_make(model *m, bool burn_only_dtypes, bool st_only_dtypes) {
     char name[64];
     for (size_t i = 0; i < sizeof common / sizeof common[0]; i++) {
         snprintf(name, sizeof name, "raw.%s", qtk_elem_name(common[i]));
-        CHECK_OK(qtk_ckpt_desc_add_raw(&m->d, name, common[i], shape, 3, NULL));
+        CHECK_OK(qtk__desc_add_raw(&m->d, name, common[i], shape, 3, NULL));
         model_add(m, raw);
     }
     for (size_t i = 0; burn_only_dtypes && i < sizeof burn_only / sizeof burn_only[0]; i++) {
         snprintf(name, sizeof name, "burn.%s", qtk_elem_name(burn_only[i]));
-        CHECK_OK(qtk_ckpt_desc_add_raw(&m->d, name, burn_only[i], shape + 1, 2, NULL));
+        CHECK_OK(qtk__desc_add_raw(&m->d, name, burn_only[i], shape + 1, 2, NULL));
         model_add(m, raw);
     }
     size_t even[2] = {4, 6};
     for (size_t i = 0; st_only_dtypes && i < sizeof st_only / sizeof st_only[0]; i++) {
         snprintf(name, sizeof name, "st.%s", qtk_elem_name(st_only[i]));
-        CHECK_OK(qtk_ckpt_desc_add_raw(&m->d, name, st_only[i], even, 2, NULL));
+        CHECK_OK(qtk__desc_add_raw(&m->d, name, st_only[i], even, 2, NULL));
         model_add(m, raw);
     }
-    CHECK_OK(qtk_ckpt_desc_add_raw(&m->d, "scalar", QTK_ELEM_I64, NULL, 0, NULL));
+    CHECK_OK(qtk__desc_add_raw(&m->d, "scalar", QTK_ELEM_I64, NULL, 0, NULL));
     model_add(m, raw);
-    CHECK_OK(qtk_ckpt_desc_add_raw(&m->d, "empty", QTK_ELEM_F32, sh0, 1, NULL));
+    CHECK_OK(qtk__desc_add_raw(&m->d, "empty", QTK_ELEM_F32, sh0, 1, NULL));
     model_add(m, raw);
     /* quantized: odd extents so edge blocks and padding show */
     size_t qshape[2] = {24, 40};
@@ -72,7 +72,7 @@ static void model_make(model *m, bool burn_only_dtypes, bool st_only_dtypes) {
         CHECK_OK(qtk_scheme_parse(families[k], &s));
         snprintf(name, sizeof name, "q.%zu", k);
         qtk_ckpt_tensor *t;
-        CHECK_OK(qtk_ckpt_desc_add_quantized(&m->d, name, &s, qshape, 2, &t));
+        CHECK_OK(qtk__desc_add_quantized(&m->d, name, &s, qshape, 2, &t));
         uint8_t *q = malloc(t->nbytes);
         CHECK_OK(qtk_quantize_into(x, qshape, 2, &s, NULL, q, t->nbytes));
         t->has_param_id = true;
@@ -80,18 +80,18 @@ static void model_make(model *m, bool burn_only_dtypes, bool st_only_dtypes) {
         model_add(m, q);
         free(q);
     }
-    CHECK_OK(qtk_ckpt_desc_add_meta(&m->d, "producer", "qtk test"));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&m->d, "format", "burnpack"));
+    CHECK_OK(qtk__desc_add_meta(&m->d, "producer", "qtk test"));
+    CHECK_OK(qtk__desc_add_meta(&m->d, "format", "burnpack"));
     qtk_ckpt_scalar sc = {.name = "lr", .kind = QTK_SCALAR_FLOAT, .f = 1e-3};
-    CHECK_OK(qtk_ckpt_desc_add_scalar(&m->d, &sc));
+    CHECK_OK(qtk__desc_add_scalar(&m->d, &sc));
     sc = (qtk_ckpt_scalar){.name = "step", .kind = QTK_SCALAR_INT, .i = -70000};
-    CHECK_OK(qtk_ckpt_desc_add_scalar(&m->d, &sc));
+    CHECK_OK(qtk__desc_add_scalar(&m->d, &sc));
 }
 
 static void model_free(model *m) {
     for (size_t i = 0; i < m->d.n_tensors; i++) free(m->bytes[i]);
     free(m->bytes);
-    qtk_ckpt_desc_free(&m->d);
+    qtk__desc_free(&m->d);
 }
 
 /* Same scheme on this shape: burnpack stores '*' block dims resolved (block=* on [24, 40]
@@ -114,7 +114,7 @@ static void check_same(const char *path, const model *m, bool labels_exact) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(path, &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK_EQ_U(d->n_tensors, m->d.n_tensors);
     for (size_t i = 0; i < d->n_tensors && i < m->d.n_tensors; i++) {
         const qtk_ckpt_tensor *a = &d->tensors[i], *b = &m->d.tensors[i];
@@ -145,16 +145,16 @@ static void rewrite(const char *in, const char *out, int force) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(in, &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
-    qtk_ckpt_writer *w = NULL;
-    CHECK_OK(qtk_ckpt_writer_open(out, qtk_ckpt_format_from_path(out), d, force, &w));
+    const qtk__desc *d = qtk__ckpt_desc(c);
+    qtk__ckpt_writer *w = NULL;
+    CHECK_OK(qtk__ckpt_writer_open(out, qtk_ckpt_format_from_path(out), d, force, &w));
     for (size_t i = 0; w && i < d->n_tensors; i++) {
         qtk_ckpt_view v;
         CHECK_OK(qtk_ckpt_load(c, i, &v));
-        CHECK_OK(qtk_ckpt_writer_put(w, v.data, v.len));
+        CHECK_OK(qtk__ckpt_writer_put(w, v.data, v.len));
         qtk_ckpt_unload(c, &v);
     }
-    if (w) CHECK_OK(qtk_ckpt_writer_commit(w));
+    if (w) CHECK_OK(qtk__ckpt_writer_commit(w));
     qtk_ckpt_close(c);
 }
 
@@ -171,7 +171,7 @@ static void roundtrip_all_dtypes(void) {
     tmp_dir_make();
     model m;
     model_make(&m, true, false);
-    CHECK_OK(qtk_ckpt_write(tmp_path("m.bpk"), QTK_CKPT_BURNPACK, &m.d, (const void *const *)m.bytes, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("m.bpk"), QTK_CKPT_BURNPACK, &m.d, (const void *const *)m.bytes, 0));
     check_same(tmp_path("m.bpk"), &m, true);
     char a[512];
     snprintf(a, sizeof a, "%s", tmp_path("m.bpk"));
@@ -181,7 +181,7 @@ static void roundtrip_all_dtypes(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(a, &c));
     if (c) {
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+        const qtk__desc *d = qtk__ckpt_desc(c);
         for (size_t i = 0; i < d->n_tensors; i++) CHECK_EQ_U(qtk_ckpt_offset_of(c, i) % 256, 0);
         qtk_ckpt_facts fx;
         qtk_ckpt_facts_of(c, &fx);
@@ -197,7 +197,7 @@ static void cross_format(void) {
     tmp_dir_make();
     model m;
     model_make(&m, false, false);
-    CHECK_OK(qtk_ckpt_write(tmp_path("a.bpk"), QTK_CKPT_BURNPACK, &m.d, (const void *const *)m.bytes, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("a.bpk"), QTK_CKPT_BURNPACK, &m.d, (const void *const *)m.bytes, 0));
     char a[512], s[512];
     snprintf(a, sizeof a, "%s", tmp_path("a.bpk"));
     snprintf(s, sizeof s, "%s", tmp_path("a.safetensors"));
@@ -210,11 +210,11 @@ static void cross_format(void) {
     model_free(&m);
     /* Burn-only labels become what Burn's safetensors store writes */
     model_make(&m, true, false);
-    CHECK_OK(qtk_ckpt_write(s, QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 1));
+    CHECK_OK(qtk__ckpt_write(s, QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 1));
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(s, &c));
-    for (size_t i = 0; c && i < qtk_ckpt_desc_of(c)->n_tensors; i++) {
-        const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(c)->tensors[i];
+    for (size_t i = 0; c && i < qtk__ckpt_desc(c)->n_tensors; i++) {
+        const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[i];
         if (strcmp(t->name, "burn.Flex32") == 0) CHECK(t->elem == QTK_ELEM_F32);
         if (strcmp(t->name, "burn.Bool(U8)") == 0) CHECK(t->elem == QTK_ELEM_U8);
         if (strcmp(t->name, "burn.Bool(U32)") == 0) CHECK(t->elem == QTK_ELEM_U32);
@@ -229,48 +229,48 @@ static void writer_errors(void) {
     tmp_dir_make();
     model m;
     model_make(&m, false, true); /* F8/F4/C64: safetensors only */
-    CHECK_ERR(qtk_ckpt_write(tmp_path("x.bpk"), QTK_CKPT_BURNPACK, &m.d, (const void *const *)m.bytes, 0), QTK_E_UNSUPPORTED,
+    CHECK_ERR(qtk__ckpt_write(tmp_path("x.bpk"), QTK_CKPT_BURNPACK, &m.d, (const void *const *)m.bytes, 0), QTK_E_UNSUPPORTED,
               "which burnpack has no dtype for");
     CHECK(!file_exists(tmp_path("x.bpk")));
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
-    CHECK_OK(qtk_ckpt_write(tmp_path("x.safetensors"), QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("x.safetensors"), QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 0));
     check_same(tmp_path("x.safetensors"), &m, true);
     /* exists, no force */
-    CHECK_ERR(qtk_ckpt_write(tmp_path("x.safetensors"), QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 0),
+    CHECK_ERR(qtk__ckpt_write(tmp_path("x.safetensors"), QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 0),
               QTK_E_IO, "exists; not overwriting it");
     model_free(&m);
 
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     size_t shape[2] = {4, 300};
     qtk_scheme s;
     CHECK_OK(qtk_scheme_parse("q8s,block=*:f32", &s));
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "wide", &s, shape, 2, NULL));
-    qtk_ckpt_writer *w = NULL;
-    CHECK_ERR(qtk_ckpt_writer_open(tmp_path("wide.bpk"), QTK_CKPT_BURNPACK, &d, 0, &w), QTK_E_UNSUPPORTED,
+    CHECK_OK(qtk__desc_add_quantized(&d, "wide", &s, shape, 2, NULL));
+    qtk__ckpt_writer *w = NULL;
+    CHECK_ERR(qtk__ckpt_writer_open(tmp_path("wide.bpk"), QTK_CKPT_BURNPACK, &d, 0, &w), QTK_E_UNSUPPORTED,
               "block dim of 300; Burn's format holds block dims of at most 255");
     CHECK(!file_exists(tmp_path("wide.bpk")));
     /* duplicate names */
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "wide", &s, shape, 2, NULL));
-    CHECK_ERR(qtk_ckpt_writer_open(tmp_path("dup.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
+    CHECK_OK(qtk__desc_add_quantized(&d, "wide", &s, shape, 2, NULL));
+    CHECK_ERR(qtk__ckpt_writer_open(tmp_path("dup.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
               "two tensors are named 'wide'");
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     /* wrong length, missing tensors, bad quantized bytes: commit refuses, nothing left */
-    qtk_ckpt_desc_init(&d);
-    CHECK_OK(qtk_ckpt_desc_add_raw(&d, "a", QTK_ELEM_F32, shape, 2, NULL));
+    qtk__desc_init(&d);
+    CHECK_OK(qtk__desc_add_raw(&d, "a", QTK_ELEM_F32, shape, 2, NULL));
     CHECK_OK(qtk_scheme_parse("q8f,block=4:ue4m3", &s));
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "b", &s, shape, 2, NULL));
-    CHECK_OK(qtk_ckpt_writer_open(tmp_path("p.bpk"), QTK_CKPT_BURNPACK, &d, 0, &w));
+    CHECK_OK(qtk__desc_add_quantized(&d, "b", &s, shape, 2, NULL));
+    CHECK_OK(qtk__ckpt_writer_open(tmp_path("p.bpk"), QTK_CKPT_BURNPACK, &d, 0, &w));
     uint8_t *buf = calloc(1, 4 * 4 * 300);
-    CHECK_ERR(qtk_ckpt_writer_put(w, buf, 7), QTK_E_LENGTH, "tensor 'a' takes 4800 bytes; got 7");
-    CHECK_OK(qtk_ckpt_writer_put(w, buf, 4800));
+    CHECK_ERR(qtk__ckpt_writer_put(w, buf, 7), QTK_E_LENGTH, "tensor 'a' takes 4800 bytes; got 7");
+    CHECK_OK(qtk__ckpt_writer_put(w, buf, 4800));
     memset(buf + 1200, 0xff, 1); /* a ue4m3 scale with its sign bit set */
-    CHECK_ERR(qtk_ckpt_writer_put(w, buf, d.tensors[1].nbytes), QTK_E_VALUE, "tensor 'b'");
-    CHECK_ERR(qtk_ckpt_writer_commit(w), QTK_E_ARG, "only 1 of 2 tensors were written");
+    CHECK_ERR(qtk__ckpt_writer_put(w, buf, d.tensors[1].nbytes), QTK_E_VALUE, "tensor 'b'");
+    CHECK_ERR(qtk__ckpt_writer_commit(w), QTK_E_ARG, "only 1 of 2 tensors were written");
     CHECK(!file_exists(tmp_path("p.bpk")));
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
     free(buf);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     tmp_dir_remove();
 }
 
@@ -431,7 +431,7 @@ static void lenient_cbor(void) {
     qtk_ckpt *ck = NULL;
     CHECK_OK(qtk_ckpt_open_buffer(f, n, "lenient.bpk", &ck));
     if (ck) {
-        const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(ck)->tensors[0];
+        const qtk_ckpt_tensor *t = &qtk__ckpt_desc(ck)->tensors[0];
         CHECK(strcmp(t->name, "wei") == 0 && t->elem == QTK_ELEM_F32 && t->rank == 1 && t->shape[0] == 4 && !t->has_param_id);
         qtk_ckpt_close(ck);
     }
@@ -444,12 +444,12 @@ static void lookup_tables(void) {
     tmp_dir_make();
     float t4[4] = {-1.5f, -0.25f, 0.25f, 1.5f};
     CHECK_OK(qtk_table_register("mytab", t4, 4));
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     qtk_scheme s;
     CHECK_OK(qtk_scheme_parse("q2f,table=mytab,block=8:f16", &s));
     size_t shape[2] = {4, 16};
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "w", &s, shape, 2, NULL));
+    CHECK_OK(qtk__desc_add_quantized(&d, "w", &s, shape, 2, NULL));
     float x[64];
     uint64_t seed = 3;
     for (int i = 0; i < 64; i++) x[i] = trand_normal(&seed);
@@ -457,13 +457,13 @@ static void lookup_tables(void) {
     CHECK(d.tensors[0].nbytes <= sizeof q);
     CHECK_OK(qtk_quantize_into(x, shape, 2, &s, NULL, q, d.tensors[0].nbytes));
     const void *b[1] = {q};
-    CHECK_OK(qtk_ckpt_write(tmp_path("l.bpk"), QTK_CKPT_BURNPACK, &d, b, 0));
-    CHECK_OK(qtk_ckpt_write(tmp_path("l.safetensors"), QTK_CKPT_SAFETENSORS, &d, b, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("l.bpk"), QTK_CKPT_BURNPACK, &d, b, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("l.safetensors"), QTK_CKPT_SAFETENSORS, &d, b, 0));
     for (int k = 0; k < 2; k++) {
         qtk_ckpt *c = NULL;
         CHECK_OK(qtk_ckpt_open(tmp_path(k ? "l.safetensors" : "l.bpk"), &c));
         if (!c) continue;
-        const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(c)->tensors[0];
+        const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[0];
         /* burnpack has no table name: the entries are matched to a registered table; the
          * safetensors spec names it */
         CHECK(t->quantized && t->scheme.mode == QTK_MODE_LOOKUP);
@@ -477,7 +477,7 @@ static void lookup_tables(void) {
         qtk_ckpt_unload(c, &v);
         qtk_ckpt_close(c);
     }
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     tmp_dir_remove();
 }
 

@@ -20,13 +20,13 @@ static bool same_file(const char *a, const char *b) {
 }
 
 static qtk_status convert(const char *in, const char *out, const char *spec) {
-    qtk_select sel;
-    qtk_select_init(&sel);
-    qtk_status st = spec ? qtk_select_default(&sel, spec) : QTK_OK;
-    qtk_convert_opts o = {.select = &sel, .force = 1};
-    qtk_convert_stats s;
-    if (!st) st = qtk_convert_file(in, out, &o, &s);
-    qtk_select_free(&sel);
+    qtk__select sel;
+    qtk__select_init(&sel);
+    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
+    qtk__convert_opts o = {.select = &sel, .force = 1};
+    qtk__convert_stats s;
+    if (!st) st = qtk__convert_file(in, out, &o, &s);
+    qtk__select_free(&sel);
     return st;
 }
 
@@ -40,7 +40,7 @@ static void model_bpk(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(bpk, &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK(qtk_ckpt_format_of(c) == QTK_CKPT_BURNPACK);
     CHECK_EQ_U(d->n_tensors, 18);
     CHECK_EQ_U(d->n_meta, 0);
@@ -89,7 +89,7 @@ static void mnist_safetensors(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(stf, &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK(qtk_ckpt_format_of(c) == QTK_CKPT_SAFETENSORS);
     CHECK_EQ_U(d->n_tensors, 20);
     CHECK(d->n_tensors == 20 && strcmp(d->tensors[0].name, "norm1.num_batches_tracked") == 0 &&
@@ -136,10 +136,10 @@ static void mnist_presets(void) {
             qtk_ckpt_close(cs);
             continue;
         }
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(cb), *ds = qtk_ckpt_desc_of(cs), *d0 = qtk_ckpt_desc_of(src);
+        const qtk__desc *d = qtk__ckpt_desc(cb), *ds = qtk__ckpt_desc(cs), *d0 = qtk__ckpt_desc(src);
         CHECK_EQ_U(d->n_tensors, 20);
         size_t nq = 0;
-        qtk_buf f32 = {0};
+        qtk__buf f32 = {0};
         for (size_t i = 0; i < d->n_tensors && i < ds->n_tensors && i < d0->n_tensors; i++) {
             const qtk_ckpt_tensor *t = &d->tensors[i], *t0 = &d0->tensors[i];
             /* the default selection: rank >= 2 and >= 1024 elements; nothing else */
@@ -155,7 +155,7 @@ static void mnist_presets(void) {
                 nq++;
                 CHECK(qtk_scheme_equal(&t->scheme, &want) || want.mode == QTK_MODE_LOOKUP);
                 const float *x;
-                CHECK_OK(qtk_values_f32(t0, v0.data, &f32, &x));
+                CHECK_OK(qtk__values_f32(t0, v0.data, &f32, &x));
                 size_t bad = check_error_bound(t, v.data, x);
                 CHECK_MSG(bad == 0, "%s: '%s': %zu elements beyond the error bound", presets[k], t->name, bad);
                 test_checks += t->numel;
@@ -167,7 +167,7 @@ static void mnist_presets(void) {
             qtk_ckpt_unload(src, &v0);
         }
         CHECK_EQ_U(nq, 3); /* conv2, conv3 and fc1 weights (fc2.weight has 320 elements) */
-        qtk_buf_free(&f32);
+        qtk__buf_free(&f32);
         qtk_ckpt_close(cb);
         qtk_ckpt_close(cs);
         /* and back to floats: --scheme none */

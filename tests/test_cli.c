@@ -26,14 +26,14 @@ static int exists(const char *name) {
 static void write_npy(const char *name, const float *v, const size_t *shape, int rank) {
     char p[400];
     snprintf(p, sizeof p, "%s/%s", dir, name);
-    CHECK_OK(qtk_npy_write(p, v, QTK_DTYPE_F32, shape, rank, 1));
+    CHECK_OK(cli_npy_write(p, v, QTK_DTYPE_F32, shape, rank, 1));
 }
 
 static uint8_t *read_file(const char *name, size_t *n) {
     char p[400];
     snprintf(p, sizeof p, "%s/%s", dir, name);
     uint8_t *b = NULL;
-    if (qtk_io_read_file(p, &b, n) != QTK_OK) return NULL;
+    if (qtk__io_read_file(p, &b, n) != QTK_OK) return NULL;
     return b;
 }
 
@@ -67,15 +67,15 @@ static void quantize_dequantize_roundtrip(void) {
                   specs[k]);
         snprintf(args, sizeof args, "dequantize --scheme '%s' --shape 6x64 out.bin y.npy", specs[k]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
-        qtk_npy y;
+        cli_npy y;
         char p[400];
         snprintf(p, sizeof p, "%s/y.npy", dir);
-        CHECK_OK(qtk_npy_read(p, &y));
+        CHECK_OK(cli_npy_read(p, &y));
         float ref[6 * 64];
         CHECK_OK(qtk_dequantize_bytes(want, L.total_bytes, shape, 2, &s, QTK_DTYPE_F32, ref, 6 * 64));
         CHECK(y.rank == 2 && y.shape[0] == 6 && y.shape[1] == 64);
         CHECK(y.data && memcmp(y.data, ref, sizeof ref) == 0);
-        qtk_npy_free(&y);
+        cli_npy_free(&y);
         /* f16 and bf16 outputs */
         snprintf(args, sizeof args, "dequantize --scheme '%s' --shape 6x64 --dtype bf16 out.bin yb.npy", specs[k]);
         CHECK(run(args, err, sizeof err) == 0);
@@ -158,7 +158,7 @@ static void errors_leave_no_output(void) {
     char p[400];
     snprintf(p, sizeof p, "%s/short.bin", dir);
     uint8_t junk[10] = {0};
-    CHECK_OK(qtk_io_write_file(p, junk, sizeof junk, 1));
+    CHECK_OK(qtk__io_write_file(p, junk, sizeof junk, 1));
     CHECK(run("dequantize --scheme q8f --shape 3x3 short.bin bad.npy", err, sizeof err) == 1);
     CHECK_MSG(strstr(err, "takes exactly 16 bytes") != NULL && strstr(err, "got 10") != NULL, "stderr: %s", err);
     CHECK(!exists("bad.npy"));
@@ -176,11 +176,11 @@ static void errors_leave_no_output(void) {
     write_npy("s.npy", &one, NULL, 0);
     CHECK(run("quantize --scheme e4m3 s.npy s.bin", err, sizeof err) == 0);
     CHECK(run("dequantize --scheme e4m3 --shape scalar s.bin s_out.npy", err, sizeof err) == 0);
-    qtk_npy y;
+    cli_npy y;
     snprintf(p, sizeof p, "%s/s_out.npy", dir);
-    CHECK_OK(qtk_npy_read(p, &y));
+    CHECK_OK(cli_npy_read(p, &y));
     CHECK(y.rank == 0 && y.numel == 1 && y.data[0] == 3.0f);
-    qtk_npy_free(&y);
+    cli_npy_free(&y);
 }
 
 static void help_everywhere(void) {

@@ -83,7 +83,7 @@ static qtk_status try_open(const uint8_t *b, size_t n) {
 static float *dequant(const qtk_ckpt_tensor *t, const uint8_t *bytes) {
     float *y = malloc((t->numel ? t->numel : 1) * sizeof *y);
     qtk_status st = t->quantized ? qtk_dequantize_bytes(bytes, t->nbytes, t->shape, t->rank, &t->scheme, QTK_DTYPE_F32, y, t->numel)
-                                 : qtk_elem_to_f32(t->elem, bytes, t->numel, y);
+                                 : qtk__elem_to_f32(t->elem, bytes, t->numel, y);
     if (st) {
         TEST_FAILMSG("values of '%s': %s", t->name, qtk_last_error());
         free(y);
@@ -140,7 +140,7 @@ static void worked_file(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(open_bytes(b.p, b.n, &c));
     if (c) {
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+        const qtk__desc *d = qtk__ckpt_desc(c);
         qtk_ckpt_facts fx;
         qtk_ckpt_facts_of(c, &fx);
         CHECK_EQ_U(fx.data_start, 128);
@@ -171,7 +171,7 @@ static void worked_file(void) {
             free(y);
             /* qtk's writer: the same tensor and alignment, plus the two KVs it adds */
             const void *bytes[1] = {v.data};
-            CHECK_OK(qtk_ckpt_write(tmp_path("w.gguf"), QTK_CKPT_GGUF, d, bytes, 1));
+            CHECK_OK(qtk__ckpt_write(tmp_path("w.gguf"), QTK_CKPT_GGUF, d, bytes, 1));
             cbuf e = {0};
             g_header(&e, 3, 1, 3);
             g_kv_str(&e, "general.architecture", "qtk");
@@ -252,7 +252,7 @@ static void worked_blocks(void) {
         free(b.p);
         return;
     }
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK_EQ_U(d->n_tensors, 6);
     /* §3.3's qtk bytes */
     const char *want[5] = {
@@ -300,16 +300,16 @@ static void worked_blocks(void) {
         free(y);
     }
     /* written back: the same ggml blocks at the same offsets */
-    CHECK_OK(qtk_ckpt_write(tmp_path("blocks.gguf"), QTK_CKPT_GGUF, d, bytes, 1));
+    CHECK_OK(qtk__ckpt_write(tmp_path("blocks.gguf"), QTK_CKPT_GGUF, d, bytes, 1));
     qtk_ckpt *c2 = NULL;
     size_t n = 0;
     uint8_t *f = slurp(tmp_path("blocks.gguf"), &n);
     CHECK_OK(qtk_ckpt_open(tmp_path("blocks.gguf"), &c2));
     if (c2 && f) {
-        const qtk_ckpt_desc *d2 = qtk_ckpt_desc_of(c2);
+        const qtk__desc *d2 = qtk__ckpt_desc(c2);
         for (size_t i = 0; i < d2->n_tensors && i < 6; i++) {
             size_t at = qtk_ckpt_offset_of(c2, i);
-            CHECK_MSG(strcmp(d2->tensors[i].file_type, qtk_gguf_type_name(k[i].type)) == 0, "'%s' written as %s", k[i].name,
+            CHECK_MSG(strcmp(d2->tensors[i].file_type, qtk__gguf_type_name(k[i].type)) == 0, "'%s' written as %s", k[i].name,
                       d2->tensors[i].file_type);
             CHECK_MSG(at + k[i].len <= n && memcmp(f + at, b.p + data_start + offs[i], k[i].len) == 0, "'%s': block bytes differ",
                       k[i].name);
@@ -342,22 +342,22 @@ static void write_family(const family *fm, uint64_t *seed) {
     for (size_t i = 0; i < numel; i++) x[i] = trand_normal(seed) * (i % 37 == 0 ? 8.0f : 1.0f);
     qtk_tensor *q = NULL;
     CHECK_OK(qtk_quantize(x, fm->shape, fm->rank, &s, NULL, &q));
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, fm->name, &s, fm->shape, fm->rank, NULL));
+    qtk__desc d;
+    qtk__desc_init(&d);
+    CHECK_OK(qtk__desc_add_quantized(&d, fm->name, &s, fm->shape, fm->rank, NULL));
     size_t len = 0;
     const void *bytes[1] = {q ? qtk_tensor_bytes(q, &len) : NULL};
     const char *path = tmp_path("family.gguf");
     remove(path);
     if (!fm->type) {
-        CHECK_ERR(qtk_ckpt_write(path, QTK_CKPT_GGUF, &d, bytes, 1), QTK_E_UNSUPPORTED, fm->msg ? fm->msg : "no ggml type holds");
+        CHECK_ERR(qtk__ckpt_write(path, QTK_CKPT_GGUF, &d, bytes, 1), QTK_E_UNSUPPORTED, fm->msg ? fm->msg : "no ggml type holds");
         CHECK(!file_exists(path));
     } else if (q) {
-        CHECK_OK(qtk_ckpt_write(path, QTK_CKPT_GGUF, &d, bytes, 1));
+        CHECK_OK(qtk__ckpt_write(path, QTK_CKPT_GGUF, &d, bytes, 1));
         qtk_ckpt *c = NULL;
         CHECK_OK(qtk_ckpt_open(path, &c));
         if (c) {
-            const qtk_ckpt_desc *r = qtk_ckpt_desc_of(c);
+            const qtk__desc *r = qtk__ckpt_desc(c);
             bool comp = strcmp(fm->type, "NVFP4") == 0 && qtk_scheme_is_two_level(&s);
             CHECK_MSG(r->n_tensors == 1 && strcmp(r->tensors[0].file_type, fm->type) == 0, "%s: written as %s, expected %s", fm->spec,
                       r->n_tensors ? r->tensors[0].file_type : "-", fm->type);
@@ -377,7 +377,7 @@ static void write_family(const family *fm, uint64_t *seed) {
         }
     }
     qtk_tensor_free(q);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     free(x);
 }
 
@@ -418,8 +418,8 @@ static void writer_families(void) {
 
 /* raw tensors, a scalar, metadata, burnpack scalars and parameter ids */
 static void writer_raw_and_meta(void) {
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     static const qtk_elem elems[] = {QTK_ELEM_F32, QTK_ELEM_F16, QTK_ELEM_BF16, QTK_ELEM_F64, QTK_ELEM_I8, QTK_ELEM_I16,
                                      QTK_ELEM_I32, QTK_ELEM_I64, QTK_ELEM_FLEX32};
     static const char *types[] = {"F32", "F16", "BF16", "F64", "I8", "I16", "I32", "I64", "F32"};
@@ -431,7 +431,7 @@ static void writer_raw_and_meta(void) {
         char name[16];
         snprintf(name, sizeof name, "t%zu", i);
         qtk_ckpt_tensor *t;
-        CHECK_OK(qtk_ckpt_desc_add_raw(&d, name, elems[i], shape, 1 + (int)(i % 3), &t));
+        CHECK_OK(qtk__desc_add_raw(&d, name, elems[i], shape, 1 + (int)(i % 3), &t));
         bytes[i] = malloc(t->nbytes);
         for (size_t k = 0; k < t->nbytes; k++) bytes[i][k] = (uint8_t)trand_u64(&seed);
         if (elems[i] == QTK_ELEM_F32 || elems[i] == QTK_ELEM_FLEX32)
@@ -440,24 +440,24 @@ static void writer_raw_and_meta(void) {
         t->param_id = 0xfedcba9876543210ull;
     }
     size_t none[1];
-    CHECK_OK(qtk_ckpt_desc_add_raw(&d, "scalar", QTK_ELEM_F32, none, 0, NULL));
+    CHECK_OK(qtk__desc_add_raw(&d, "scalar", QTK_ELEM_F32, none, 0, NULL));
     bytes[n] = malloc(4);
     qtk__st32(bytes[n], qtk__f32_bits(1.5f));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&d, "general.name", "a qtk test"));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&d, "format", "pt"));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&d, "ctx", "u32:4096"));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&d, "weird", "u8:not a number"));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&d, "qtk:file_type:t0", "Q8_0")); /* bookkeeping: not a KV */
+    CHECK_OK(qtk__desc_add_meta(&d, "general.name", "a qtk test"));
+    CHECK_OK(qtk__desc_add_meta(&d, "format", "pt"));
+    CHECK_OK(qtk__desc_add_meta(&d, "ctx", "u32:4096"));
+    CHECK_OK(qtk__desc_add_meta(&d, "weird", "u8:not a number"));
+    CHECK_OK(qtk__desc_add_meta(&d, "qtk:file_type:t0", "Q8_0")); /* bookkeeping: not a KV */
     qtk_ckpt_scalar sc[4] = {{.name = "epoch", .kind = QTK_SCALAR_INT, .i = -3},
                              {.name = "step", .kind = QTK_SCALAR_UINT, .u = 1ull << 40},
                              {.name = "lr", .kind = QTK_SCALAR_FLOAT, .f = 0.1},
                              {.name = "done", .kind = QTK_SCALAR_BOOL, .b = true}};
-    for (int i = 0; i < 4; i++) CHECK_OK(qtk_ckpt_desc_add_scalar(&d, &sc[i]));
-    CHECK_OK(qtk_ckpt_write(tmp_path("raw.gguf"), QTK_CKPT_GGUF, &d, (const void *const *)bytes, 1));
+    for (int i = 0; i < 4; i++) CHECK_OK(qtk__desc_add_scalar(&d, &sc[i]));
+    CHECK_OK(qtk__ckpt_write(tmp_path("raw.gguf"), QTK_CKPT_GGUF, &d, (const void *const *)bytes, 1));
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(tmp_path("raw.gguf"), &c));
     if (c) {
-        const qtk_ckpt_desc *r = qtk_ckpt_desc_of(c);
+        const qtk__desc *r = qtk__ckpt_desc(c);
         CHECK_EQ_U(r->n_tensors, n + 1);
         for (size_t i = 0; i < n && i < r->n_tensors; i++) {
             const qtk_ckpt_tensor *t = &r->tensors[i];
@@ -486,51 +486,51 @@ static void writer_raw_and_meta(void) {
         qtk_ckpt_close(c);
     }
     /* element types GGUF has no type for; ranks above 4; long names */
-    qtk_ckpt_desc e;
-    qtk_ckpt_desc_init(&e);
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, "u8", QTK_ELEM_U8, shape, 1, NULL));
-    CHECK_ERR(qtk_ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_UNSUPPORTED,
+    qtk__desc e;
+    qtk__desc_init(&e);
+    CHECK_OK(qtk__desc_add_raw(&e, "u8", QTK_ELEM_U8, shape, 1, NULL));
+    CHECK_ERR(qtk__ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_UNSUPPORTED,
               "tensor 'u8': GGUF has no type for U8 elements");
-    qtk_ckpt_desc_free(&e);
-    qtk_ckpt_desc_init(&e);
+    qtk__desc_free(&e);
+    qtk__desc_init(&e);
     size_t s5[5] = {1, 1, 1, 1, 2};
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, "r5", QTK_ELEM_F32, s5, 5, NULL));
-    CHECK_ERR(qtk_ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_UNSUPPORTED,
+    CHECK_OK(qtk__desc_add_raw(&e, "r5", QTK_ELEM_F32, s5, 5, NULL));
+    CHECK_ERR(qtk__ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_UNSUPPORTED,
               "rank 5: GGUF tensors have at most 4 dims");
-    qtk_ckpt_desc_free(&e);
-    qtk_ckpt_desc_init(&e);
+    qtk__desc_free(&e);
+    qtk__desc_init(&e);
     char long_name[80];
     memset(long_name, 'x', 64);
     long_name[64] = '\0';
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, long_name, QTK_ELEM_F32, shape, 1, NULL));
-    CHECK_ERR(qtk_ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_UNSUPPORTED,
+    CHECK_OK(qtk__desc_add_raw(&e, long_name, QTK_ELEM_F32, shape, 1, NULL));
+    CHECK_ERR(qtk__ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_UNSUPPORTED,
               "is 64 bytes; GGUF (ggml) names are at most 63");
-    qtk_ckpt_desc_free(&e);
+    qtk__desc_free(&e);
     /* bad metadata for GGUF */
-    qtk_ckpt_desc_init(&e);
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&e, "general.alignment", "u32:24"));
-    CHECK_ERR(qtk_ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_ARG,
+    qtk__desc_init(&e);
+    CHECK_OK(qtk__desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
+    CHECK_OK(qtk__desc_add_meta(&e, "general.alignment", "u32:24"));
+    CHECK_ERR(qtk__ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_ARG,
               "it must be u32:N with N a power of two");
-    qtk_ckpt_desc_free(&e);
-    qtk_ckpt_desc_init(&e);
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&e, "", "x"));
-    CHECK_ERR(qtk_ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_ARG, "a metadata key is empty");
-    qtk_ckpt_desc_free(&e);
-    qtk_ckpt_desc_init(&e);
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&e, "qtk.scalar.epoch", "x"));
-    CHECK_OK(qtk_ckpt_desc_add_scalar(&e, &sc[0]));
-    CHECK_ERR(qtk_ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_ARG,
+    qtk__desc_free(&e);
+    qtk__desc_init(&e);
+    CHECK_OK(qtk__desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
+    CHECK_OK(qtk__desc_add_meta(&e, "", "x"));
+    CHECK_ERR(qtk__ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_ARG, "a metadata key is empty");
+    qtk__desc_free(&e);
+    qtk__desc_init(&e);
+    CHECK_OK(qtk__desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
+    CHECK_OK(qtk__desc_add_meta(&e, "qtk.scalar.epoch", "x"));
+    CHECK_OK(qtk__desc_add_scalar(&e, &sc[0]));
+    CHECK_ERR(qtk__ckpt_write(tmp_path("bad.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1), QTK_E_ARG,
               "the metadata key 'qtk.scalar.epoch' would be written twice");
-    qtk_ckpt_desc_free(&e);
+    qtk__desc_free(&e);
     /* a 64-byte alignment from metadata is used */
-    qtk_ckpt_desc_init(&e);
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_raw(&e, "b", QTK_ELEM_F32, shape, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&e, "general.alignment", "u32:64"));
-    CHECK_OK(qtk_ckpt_write(tmp_path("a64.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1));
+    qtk__desc_init(&e);
+    CHECK_OK(qtk__desc_add_raw(&e, "a", QTK_ELEM_F32, shape, 1, NULL));
+    CHECK_OK(qtk__desc_add_raw(&e, "b", QTK_ELEM_F32, shape, 1, NULL));
+    CHECK_OK(qtk__desc_add_meta(&e, "general.alignment", "u32:64"));
+    CHECK_OK(qtk__ckpt_write(tmp_path("a64.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1));
     CHECK_OK(qtk_ckpt_open(tmp_path("a64.gguf"), &c));
     if (c) {
         qtk_ckpt_facts fx;
@@ -538,11 +538,11 @@ static void writer_raw_and_meta(void) {
         CHECK(fx.data_start % 64 == 0 && qtk_ckpt_offset_of(c, 1) == fx.data_start + 64 && fx.file_bytes == fx.data_start + 128);
         qtk_ckpt_close(c);
     }
-    qtk_ckpt_desc_free(&e);
+    qtk__desc_free(&e);
     CHECK(!file_exists(tmp_path("bad.gguf")));
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
     for (size_t i = 0; i <= n; i++) free(bytes[i]);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
 }
 
 /* ---- types written only when hinted, and what stops them ---- */
@@ -552,14 +552,14 @@ static qtk_status write_hinted(const char *spec, const size_t *shape, int rank, 
                                const char *path) {
     qtk_scheme s;
     qtk_status st = qtk_scheme_parse(spec, &s);
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     qtk_ckpt_tensor *t = NULL;
-    if (!st) st = qtk_ckpt_desc_add_quantized(&d, "h", &s, shape, rank, &t);
+    if (!st) st = qtk__desc_add_quantized(&d, "h", &s, shape, rank, &t);
     if (!st) t->file_type = hint;
     const void *b[1] = {bytes};
-    if (!st) st = qtk_ckpt_write(path, QTK_CKPT_GGUF, &d, b, 1);
-    qtk_ckpt_desc_free(&d);
+    if (!st) st = qtk__ckpt_write(path, QTK_CKPT_GGUF, &d, b, 1);
+    qtk__desc_free(&d);
     return st;
 }
 
@@ -577,7 +577,7 @@ static uint8_t *read_back(const char *path, const char **type, size_t *len) {
         out = malloc(v.len);
         memcpy(out, v.data, v.len);
         *len = v.len;
-        *type = qtk_ckpt_desc_of(c)->tensors[0].file_type;
+        *type = qtk__ckpt_desc(c)->tensors[0].file_type;
         qtk_ckpt_unload(c, &v);
     } else {
         TEST_FAILMSG("load %s: %s", path, qtk_last_error());
@@ -729,7 +729,7 @@ static void kv_values(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(open_bytes(b.p, b.n, &c)); /* v2, no tensors, no padding after the KVs */
     if (c) {
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+        const qtk__desc *d = qtk__ckpt_desc(c);
         static const char *want[9][2] = {
             {"s.tagged", "str:\"u8:5\""},
             {"s.bytes", "str:\"a\\u0000b\\xff\\\"\\\\\\n\""},
@@ -749,11 +749,11 @@ static void kv_values(void) {
         qtk_ckpt_facts_of(c, &fx);
         CHECK_EQ_U(fx.data_start, b.n);
         /* written back: the same values (the nested array is left out, ggml cannot read it) */
-        CHECK_OK(qtk_ckpt_write(tmp_path("kv.gguf"), QTK_CKPT_GGUF, d, NULL, 1));
+        CHECK_OK(qtk__ckpt_write(tmp_path("kv.gguf"), QTK_CKPT_GGUF, d, NULL, 1));
         qtk_ckpt *c2 = NULL;
         CHECK_OK(qtk_ckpt_open(tmp_path("kv.gguf"), &c2));
         if (c2) {
-            const qtk_ckpt_desc *d2 = qtk_ckpt_desc_of(c2);
+            const qtk__desc *d2 = qtk__ckpt_desc(c2);
             CHECK_EQ_U(d2->n_meta, 9); /* + general.architecture, - a.nested */
             for (size_t i = 0, j = 1; i < 9 && j < d2->n_meta; i++) {
                 if (i == 4) continue;
@@ -838,7 +838,7 @@ static void truncated_everywhere(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(open_bytes(f.b.p, f.b.n, &c));
     if (c) {
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+        const qtk__desc *d = qtk__ckpt_desc(c);
         CHECK_EQ_U(d->n_tensors, 3);
         CHECK_EQ_U(d->n_meta, 6);
         if (d->n_meta == 6) CHECK(strcmp(d->meta[4].value, "arr[arr]:[arr[u32]:[7]]") == 0);
@@ -995,7 +995,7 @@ static void bad_blocks(void) {
         free(z);
         b.p[data + k[i].bytes + k[i].at] = k[i].v; /* in block 1 */
         char where[128];
-        snprintf(where, sizeof where, "tensor 'x': %s block 1 (file offset %zu): ", qtk_gguf_type_name(k[i].type), data + k[i].bytes);
+        snprintf(where, sizeof where, "tensor 'x': %s block 1 (file offset %zu): ", qtk__gguf_type_name(k[i].type), data + k[i].bytes);
         qtk_ckpt *c = NULL;
         CHECK_OK(open_bytes(b.p, b.n, &c)); /* contents are checked on load */
         if (c) {
@@ -1027,7 +1027,7 @@ static void lenient_layouts(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(open_bytes(b.p, b.n - 20, &c)); /* ends where 'late' ends */
     if (c) {
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+        const qtk__desc *d = qtk__ckpt_desc(c);
         CHECK(d->n_tensors == 3 && strcmp(d->tensors[0].name, "early") == 0 && strcmp(d->tensors[1].name, "scalar") == 0 &&
               strcmp(d->tensors[2].name, "late") == 0);
         CHECK(d->tensors[1].rank == 0 && d->tensors[1].numel == 1);
@@ -1052,7 +1052,7 @@ static void lenient_layouts(void) {
         cb_raw(&b, blk, sizeof blk);
         CHECK_OK(open_bytes(b.p, b.n, &c));
         if (c) {
-            const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+            const qtk__desc *d = qtk__ckpt_desc(c);
             CHECK_EQ_U(d->n_tensors, 1);
             const qtk_ckpt_tensor *t = &d->tensors[0];
             CHECK(strcmp(t->name, names[k][0]) == 0 && qtk_scheme_is_two_level(&t->scheme) &&
@@ -1067,7 +1067,7 @@ static void lenient_layouts(void) {
             free(y);
             /* written back with its companion under llama.cpp's name */
             const void *bytes[1] = {v.data};
-            CHECK_OK(qtk_ckpt_write(tmp_path("nv.gguf"), QTK_CKPT_GGUF, d, bytes, 1));
+            CHECK_OK(qtk__ckpt_write(tmp_path("nv.gguf"), QTK_CKPT_GGUF, d, bytes, 1));
             size_t n = 0;
             uint8_t *f = slurp(tmp_path("nv.gguf"), &n);
             const char *cn = names[k][1];
@@ -1084,9 +1084,9 @@ static void lenient_layouts(void) {
 }
 
 static void type_names(void) {
-    CHECK(strcmp(qtk_gguf_type_name(0), "F32") == 0 && strcmp(qtk_gguf_type_name(42), "Q2_0") == 0);
-    CHECK(qtk_gguf_type_name(4) == NULL && qtk_gguf_type_name(43) == NULL);
-    CHECK(qtk_gguf_type_id("q6_k") == 14 && qtk_gguf_type_id("IQ4_XS") == 23 && qtk_gguf_type_id("Q4_2") == -1);
+    CHECK(strcmp(qtk__gguf_type_name(0), "F32") == 0 && strcmp(qtk__gguf_type_name(42), "Q2_0") == 0);
+    CHECK(qtk__gguf_type_name(4) == NULL && qtk__gguf_type_name(43) == NULL);
+    CHECK(qtk__gguf_type_id("q6_k") == 14 && qtk__gguf_type_id("IQ4_XS") == 23 && qtk__gguf_type_id("Q4_2") == -1);
     CHECK(qtk_ckpt_format_from_path("m.GGUF") == QTK_CKPT_GGUF && strcmp(qtk_ckpt_format_name(QTK_CKPT_GGUF), "gguf") == 0);
 }
 

@@ -23,20 +23,20 @@ static const char *tp(const char *name) {
 }
 
 static qtk_status convert(const char *in, const char *out, const char *spec, const char *dtype) {
-    qtk_select sel;
-    qtk_select_init(&sel);
-    qtk_status st = spec ? qtk_select_default(&sel, spec) : QTK_OK;
-    if (!st && dtype) st = qtk_select_dtype(&sel, dtype);
-    qtk_convert_opts o = {.select = &sel, .force = 1};
-    qtk_convert_stats s;
-    if (!st) st = qtk_convert_file(in, out, &o, &s);
-    qtk_select_free(&sel);
+    qtk__select sel;
+    qtk__select_init(&sel);
+    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
+    if (!st && dtype) st = qtk__select_dtype(&sel, dtype);
+    qtk__convert_opts o = {.select = &sel, .force = 1};
+    qtk__convert_stats s;
+    if (!st) st = qtk__convert_file(in, out, &o, &s);
+    qtk__select_free(&sel);
     return st;
 }
 
 /* tensor i's values as f32, as qtk reads them */
 static float *values_of(qtk_ckpt *c, size_t i) {
-    const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(c)->tensors[i];
+    const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[i];
     qtk_ckpt_view v;
     if (qtk_ckpt_load(c, i, &v) != QTK_OK) {
         TEST_FAILMSG("load '%s': %s", t->name, qtk_last_error());
@@ -44,7 +44,7 @@ static float *values_of(qtk_ckpt *c, size_t i) {
     }
     float *y = malloc(t->numel * sizeof *y);
     qtk_status st = t->quantized ? qtk_dequantize_bytes(v.data, v.len, t->shape, t->rank, &t->scheme, QTK_DTYPE_F32, y, t->numel)
-                                 : qtk_elem_to_f32(t->elem, v.data, t->numel, y);
+                                 : qtk__elem_to_f32(t->elem, v.data, t->numel, y);
     qtk_ckpt_unload(c, &v);
     if (st) {
         TEST_FAILMSG("values of '%s': %s", t->name, qtk_last_error());
@@ -59,7 +59,7 @@ static size_t check_expected(const char *path, size_t *n_tensors) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(path, &c));
     if (!c) return 0;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     size_t good = 0;
     for (size_t i = 0; i < d->n_tensors; i++) {
         const qtk_ckpt_tensor *t = &d->tensors[i];
@@ -100,7 +100,7 @@ static void listing(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(types_path, &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     static const struct {
         const char *name, *type;
         size_t bytes, abs;
@@ -148,7 +148,7 @@ static void listing(void) {
 
     CHECK_OK(qtk_ckpt_open(rank3_path, &c));
     if (!c) return;
-    d = qtk_ckpt_desc_of(c);
+    d = qtk__ckpt_desc(c);
     CHECK_EQ_U(d->n_tensors, 2);
     if (d->n_tensors == 2) {
         const qtk_ckpt_tensor *a = &d->tensors[0], *b = &d->tensors[1];
@@ -167,7 +167,7 @@ static void kvs(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(types_path, &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     static const char *want[16][2] = {
         {"general.architecture", "qtk-test"},
         {"general.name", "ggml types sample"},
@@ -222,7 +222,7 @@ static void grab(const char *path, gbytes *g) {
         qtk_ckpt_close(c);
         return;
     }
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     for (size_t i = 0; i < d->n_tensors && g->n < 32; i++) {
         const qtk_ckpt_tensor *t = &d->tensors[i];
         snprintf(g->name[g->n], 64, "%s", t->name);
@@ -247,7 +247,7 @@ static void same_ggml(const gbytes *a, const gbytes *b, const char *what) {
     CHECK_MSG(a->n == b->n, "%s: %zu tensors, expected %zu", what, b->n, a->n);
     for (size_t i = 0; i < a->n && i < b->n; i++) {
         CHECK_MSG(strcmp(a->name[i], b->name[i]) == 0, "%s: tensor %zu is '%s', expected '%s'", what, i, b->name[i], a->name[i]);
-        int id = qtk_gguf_type_id(a->type[i]);
+        int id = qtk__gguf_type_id(a->type[i]);
         bool decoded = id == 3 || id == 7 || id == 10 || id == 12 || id == 13;
         if (decoded) {
             char rel[256];
@@ -304,7 +304,7 @@ static void kv_round_trip(void) {
     CHECK_OK(qtk_ckpt_open(types_path, &a));
     CHECK_OK(qtk_ckpt_open(tp("kv.gguf"), &b));
     if (a && b) {
-        const qtk_ckpt_desc *da = qtk_ckpt_desc_of(a), *db = qtk_ckpt_desc_of(b);
+        const qtk__desc *da = qtk__ckpt_desc(a), *db = qtk__ckpt_desc(b);
         for (size_t i = 0; i < da->n_meta; i++) {
             bool found = false;
             for (size_t j = 0; j < db->n_meta && !found; j++)
@@ -322,7 +322,7 @@ static void dequantize_all(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(tp("f16.gguf"), &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     size_t f16 = 0;
     for (size_t i = 0; i < d->n_tensors; i++) f16 += d->tensors[i].elem == QTK_ELEM_F16 || d->tensors[i].elem == QTK_ELEM_BF16;
     /* t.f32 stays F32 (not quantized), t.bf16 stays BF16 */

@@ -89,20 +89,20 @@ static void write_deepseek(const char *dir, fp8w *w, uint8_t *embed, uint8_t *no
 }
 
 static qtk_status convert_none_bf16(const char *in, const char *out) {
-    qtk_select sel;
-    qtk_select_init(&sel);
-    qtk_status st = qtk_select_default(&sel, "none");
-    if (!st) st = qtk_select_dtype(&sel, "bf16");
-    qtk_convert_opts o = {.select = &sel};
-    qtk_convert_stats s;
-    if (!st) st = qtk_convert_file(in, out, &o, &s);
+    qtk__select sel;
+    qtk__select_init(&sel);
+    qtk_status st = qtk__select_default(&sel, "none");
+    if (!st) st = qtk__select_dtype(&sel, "bf16");
+    qtk__convert_opts o = {.select = &sel};
+    qtk__convert_stats s;
+    if (!st) st = qtk__convert_file(in, out, &o, &s);
     if (!st) {
         CHECK_EQ_U(s.dequantized, 3);
         CHECK_EQ_U(s.in_files, 3);
         CHECK_EQ_U(s.out_files, 3);
         CHECK(s.in_layout == QTK_LAYOUT_DEEPSEEK && s.out_layout == QTK_LAYOUT_NONE);
     }
-    qtk_select_free(&sel);
+    qtk__select_free(&sel);
     return st;
 }
 
@@ -126,11 +126,11 @@ static void deepseek_fp8_to_bf16(void) {
     CHECK_OK(qtk_ckpt_open(src, &c));
     if (c) {
         qtk_hub_info hi;
-        qtk_hub_info_of(c, &hi);
+        qtk_ckpt_hub_info(c, &hi);
         CHECK(hi.layout == QTK_LAYOUT_DEEPSEEK && hi.n_shards == 3 && hi.index_file && hi.config_file);
-        CHECK_EQ_U(qtk_ckpt_desc_of(c)->n_tensors, 5);
+        CHECK_EQ_U(qtk__ckpt_desc(c)->n_tensors, 5);
         size_t i = tensor_index(c, w[2].name);
-        CHECK(i != SIZE_MAX && qtk_hub_shard_of(c, i) == 2 && qtk_ckpt_desc_of(c)->tensors[i].quantized);
+        CHECK(i != SIZE_MAX && qtk_ckpt_shard_of(c, i) == 2 && qtk__ckpt_desc(c)->tensors[i].quantized);
         qtk_ckpt_close(c);
     }
 
@@ -153,12 +153,12 @@ static void deepseek_fp8_to_bf16(void) {
     CHECK_OK(qtk_ckpt_open(out, &o));
     if (o) {
         qtk_hub_info hi;
-        qtk_hub_info_of(o, &hi);
+        qtk_ckpt_hub_info(o, &hi);
         CHECK(hi.layout == QTK_LAYOUT_NONE && hi.n_shards == 3);
-        CHECK_EQ_U(qtk_ckpt_desc_of(o)->n_tensors, 5);
+        CHECK_EQ_U(qtk__ckpt_desc(o)->n_tensors, 5);
         for (int k = 0; k < 3; k++) {
             size_t len = 0, i = tensor_index(o, w[k].name);
-            CHECK(i != SIZE_MAX && qtk_ckpt_desc_of(o)->tensors[i].elem == QTK_ELEM_BF16);
+            CHECK(i != SIZE_MAX && qtk__ckpt_desc(o)->tensors[i].elem == QTK_ELEM_BF16);
             uint8_t *b = tensor_bytes(o, w[k].name, &len);
             CHECK(b && len == 2 * w[k].o * w[k].k);
             size_t bad = 0;
@@ -195,12 +195,12 @@ static void nvfp4_mxfp4_to_bf16(void) {
     for (int k = 0; k < 2; k++) {
         qtk_scheme s;
         CHECK_OK(qtk_scheme_parse(specs[k], &s));
-        qtk_ckpt_desc d;
-        qtk_ckpt_desc_init(&d);
+        qtk__desc d;
+        qtk__desc_init(&d);
         size_t shape[3] = {2, 64, 128};
         int rank = k == 0 ? 2 : 3;
         qtk_ckpt_tensor *t = NULL;
-        CHECK_OK(qtk_ckpt_desc_add_quantized(&d, names[k], &s, k == 0 ? shape + 1 : shape, rank, &t));
+        CHECK_OK(qtk__desc_add_quantized(&d, names[k], &s, k == 0 ? shape + 1 : shape, rank, &t));
         if (!t) continue;
         float *x = malloc(t->numel * sizeof *x), *y = malloc(t->numel * sizeof *y);
         uint64_t seed = 5;
@@ -211,16 +211,16 @@ static void nvfp4_mxfp4_to_bf16(void) {
         char in[512], out[512];
         snprintf(in, sizeof in, "%s", tmp_path(k ? "mx" : "nv"));
         snprintf(out, sizeof out, "%s", tmp_path(k ? "mx-bf16" : "nv-bf16"));
-        qtk_hub_write_opts ho = {.layout = lay[k], .max_shard_bytes = t->nbytes / 3};
+        qtk__hub_write_opts ho = {.layout = lay[k], .max_shard_bytes = t->nbytes / 3};
         const void *bytes[1] = {b};
-        CHECK_OK(qtk_hub_write(in, &d, bytes, &ho));
-        qtk_select sel;
-        qtk_select_init(&sel);
-        CHECK_OK(qtk_select_default(&sel, "none"));
-        CHECK_OK(qtk_select_dtype(&sel, "bf16"));
-        qtk_convert_opts o = {.select = &sel};
-        qtk_convert_stats st;
-        CHECK_OK(qtk_convert_file(in, out, &o, &st));
+        CHECK_OK(qtk__hub_write(in, &d, bytes, &ho));
+        qtk__select sel;
+        qtk__select_init(&sel);
+        CHECK_OK(qtk__select_default(&sel, "none"));
+        CHECK_OK(qtk__select_dtype(&sel, "bf16"));
+        qtk__convert_opts o = {.select = &sel};
+        qtk__convert_stats st;
+        CHECK_OK(qtk__convert_file(in, out, &o, &st));
         qtk_ckpt *c = NULL;
         CHECK_OK(qtk_ckpt_open(out, &c));
         size_t len = 0;
@@ -231,11 +231,11 @@ static void nvfp4_mxfp4_to_bf16(void) {
         CHECK_MSG(bad == 0, "%s: %zu bf16 values differ", specs[k], bad);
         free(got);
         qtk_ckpt_close(c);
-        qtk_select_free(&sel);
+        qtk__select_free(&sel);
         free(x);
         free(y);
         free(b);
-        qtk_ckpt_desc_free(&d);
+        qtk__desc_free(&d);
     }
 }
 

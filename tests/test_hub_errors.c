@@ -30,14 +30,14 @@ static int leftovers(const char *dir) {
 }
 
 static qtk_status convert(const char *in, const char *out, const char *spec, qtk_hub_layout l) {
-    qtk_select sel;
-    qtk_select_init(&sel);
-    qtk_status st = spec ? qtk_select_default(&sel, spec) : QTK_OK;
-    if (!st && spec && strcmp(spec, "none") == 0) st = qtk_select_dtype(&sel, "bf16");
-    qtk_convert_opts o = {.select = &sel, .layout = l};
-    qtk_convert_stats s;
-    if (!st) st = qtk_convert_file(in, out, &o, &s);
-    qtk_select_free(&sel);
+    qtk__select sel;
+    qtk__select_init(&sel);
+    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
+    if (!st && spec && strcmp(spec, "none") == 0) st = qtk__select_dtype(&sel, "bf16");
+    qtk__convert_opts o = {.select = &sel, .layout = l};
+    qtk__convert_stats s;
+    if (!st) st = qtk__convert_file(in, out, &o, &s);
+    qtk__select_free(&sel);
     return st;
 }
 
@@ -220,7 +220,7 @@ static void index_malformed(void) {
     CHECK(text_write(p, "{\"weight_map\": {\"a\": \"s1.safetensors\"}, \"metadata\": {}}"));
     qtk_ckpt *c = NULL; /* s2 is not named by the index: not a shard, not read */
     CHECK_OK(qtk_ckpt_open(d, &c));
-    CHECK(c && qtk_ckpt_desc_of(c)->n_tensors == 1);
+    CHECK(c && qtk__ckpt_desc(c)->n_tensors == 1);
     qtk_ckpt_close(c);
 
     CHECK(text_write(p, "{\"weight_map\": {\"a\": \"s1.safetensors\", \"z\": \"s2.safetensors\", \"b\": \"s2.safetensors\"}}"));
@@ -268,42 +268,42 @@ static void layouts_that_do_not_fit(void) {
         {"e4m3,block=128x128:f32,store=native", {8, 64}, QTK_LAYOUT_BNB, "layout bnb"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        qtk_ckpt_desc d;
-        qtk_ckpt_desc_init(&d);
+        qtk__desc d;
+        qtk__desc_init(&d);
         qtk_scheme s;
         CHECK_OK(qtk_scheme_parse(cases[i].spec, &s));
-        CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "l.weight", &s, cases[i].shape, 2, NULL));
-        qtk_hub_writer *w = NULL;
+        CHECK_OK(qtk__desc_add_quantized(&d, "l.weight", &s, cases[i].shape, 2, NULL));
+        qtk__hub_writer *w = NULL;
         char out[600];
         snprintf(out, sizeof out, "%s", tmp_path("nofit"));
-        qtk_status st = qtk_hub_writer_open(out, &d, &(qtk_hub_write_opts){.layout = cases[i].l}, &w);
+        qtk_status st = qtk__hub_writer_open(out, &d, &(qtk__hub_write_opts){.layout = cases[i].l}, &w);
         CHECK_MSG(st == QTK_E_UNSUPPORTED && strstr(qtk_last_error(), cases[i].msg) &&
                       strstr(qtk_last_error(), "tensor 'l.weight' does not fit layout"),
                   "%s -> %s: %s: %s", cases[i].spec, qtk_hub_layout_name(cases[i].l), qtk_status_name(st), qtk_last_error());
-        qtk_hub_writer_abort(w);
+        qtk__hub_writer_abort(w);
         CHECK(!file_exists(out));
-        qtk_ckpt_desc_free(&d);
+        qtk__desc_free(&d);
     }
     CHECK_EQ_U(leftovers(tmp_path("")), 0);
 
     /* one weight_block_size per DeepSeek checkpoint */
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     qtk_scheme a, b;
     size_t sh[2] = {256, 256};
     CHECK_OK(qtk_scheme_parse("e4m3,block=128x128:f32,store=native", &a));
     CHECK_OK(qtk_scheme_parse("e4m3,block=64x64:f32,store=native", &b));
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "x.weight", &a, sh, 2, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "y.weight", &b, sh, 2, NULL));
-    qtk_hub_writer *w = NULL;
-    CHECK_ERR(qtk_hub_writer_open(tmp_path("twoblocks"), &d, &(qtk_hub_write_opts){.layout = QTK_LAYOUT_DEEPSEEK}, &w),
+    CHECK_OK(qtk__desc_add_quantized(&d, "x.weight", &a, sh, 2, NULL));
+    CHECK_OK(qtk__desc_add_quantized(&d, "y.weight", &b, sh, 2, NULL));
+    qtk__hub_writer *w = NULL;
+    CHECK_ERR(qtk__hub_writer_open(tmp_path("twoblocks"), &d, &(qtk__hub_write_opts){.layout = QTK_LAYOUT_DEEPSEEK}, &w),
               QTK_E_UNSUPPORTED, "one weight_block_size and fmt for the checkpoint: 'x.weight' has 128x128 blocks of e4m3, "
                                  "'y.weight' 64x64");
     /* shards need a directory; a .bpk output takes no layout */
-    CHECK_ERR(qtk_hub_writer_open(tmp_path("x.safetensors"), &d,
-                                  &(qtk_hub_write_opts){.layout = QTK_LAYOUT_QTK, .max_shard_bytes = 1000}, &w),
+    CHECK_ERR(qtk__hub_writer_open(tmp_path("x.safetensors"), &d,
+                                  &(qtk__hub_write_opts){.layout = QTK_LAYOUT_QTK, .max_shard_bytes = 1000}, &w),
               QTK_E_ARG, "the output would be 2 shards: give a directory");
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     char bpk[600];
     snprintf(bpk, sizeof bpk, "%s", tmp_path("m.bpk"));
     CHECK_ERR(convert(d_path_missing, bpk, NULL, QTK_LAYOUT_DEEPSEEK), QTK_E_ARG,

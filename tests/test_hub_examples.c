@@ -49,7 +49,7 @@ static void expect_payload(qtk_ckpt *c, size_t i, const char *hex) {
 }
 
 static void expect_values(qtk_ckpt *c, size_t i, const float *want, size_t n) {
-    const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(c)->tensors[i];
+    const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[i];
     CHECK_EQ_U(t->numel, n);
     if (t->numel != n) return;
     float *y = calloc(n, sizeof *y);
@@ -83,9 +83,9 @@ static void gptoss_mxfp4(void) {
     CHECK_OK(qtk_ckpt_open_buffer(f, n, "gptoss.safetensors", &c));
     if (c) {
         qtk_hub_info hi;
-        qtk_hub_info_of(c, &hi);
+        qtk_ckpt_hub_info(c, &hi);
         CHECK(hi.layout == QTK_LAYOUT_GPT_OSS);
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+        const qtk__desc *d = qtk__ckpt_desc(c);
         CHECK_EQ_U(d->n_tensors, 1);
         const qtk_ckpt_tensor *t = &d->tensors[0];
         qtk_scheme mx;
@@ -108,7 +108,7 @@ static void gptoss_mxfp4(void) {
         qtk_ckpt *c2 = NULL;
         CHECK_OK(qtk_ckpt_open(tmp_path("g.safetensors"), &c2));
         if (c2) {
-            qtk_hub_info_of(c2, &hi);
+            qtk_ckpt_hub_info(c2, &hi);
             CHECK(hi.layout == QTK_LAYOUT_GPT_OSS && hi.config_file && strstr(hi.detected_by, "mxfp4"));
             expect_payload(c2, 0, "F2 10 00 00 00 00 00 00 00 00 00 00 00 00 00 60 7E");
             qtk_ckpt_close(c2);
@@ -130,9 +130,9 @@ static void modelopt_nvfp4(void) {
     CHECK_OK(qtk_ckpt_open_buffer(f, n, "modelopt.safetensors", &c));
     if (c) {
         qtk_hub_info hi;
-        qtk_hub_info_of(c, &hi);
+        qtk_ckpt_hub_info(c, &hi);
         CHECK(hi.layout == QTK_LAYOUT_MODELOPT);
-        const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+        const qtk__desc *d = qtk__ckpt_desc(c);
         CHECK_EQ_U(d->n_tensors, 2);
         qtk_scheme nv;
         CHECK_OK(qtk_scheme_parse("nvfp4", &nv));
@@ -156,9 +156,9 @@ static void modelopt_nvfp4(void) {
         snprintf(ct, sizeof ct, "%s", tmp_path("ct"));
         CHECK_OK(hub_rewrite(c, ct, QTK_LAYOUT_CT));
         qtk_ckpt *raw = NULL;
-        CHECK_OK(qtk_hub_open(ct, QTK_LAYOUT_NONE, &raw));
+        CHECK_OK(qtk__hub_open(ct, QTK_LAYOUT_NONE, &raw));
         if (raw) {
-            const qtk_ckpt_desc *rd = qtk_ckpt_desc_of(raw);
+            const qtk__desc *rd = qtk__ckpt_desc(raw);
             const char *names[3] = {"layer.weight_global_scale", "layer.weight_scale", "layer.weight_packed"};
             const char *hex[3] = {"00 00 80 44", "7E 6E", "97 02 00 00 00 00 00 D0 F1 00 00 00 00 00 00 00"};
             for (size_t k = 0; k < 3; k++) {
@@ -172,9 +172,9 @@ static void modelopt_nvfp4(void) {
         qtk_ckpt *back = NULL;
         CHECK_OK(qtk_ckpt_open(ct, &back));
         if (back) {
-            qtk_hub_info_of(back, &hi);
+            qtk_ckpt_hub_info(back, &hi);
             CHECK(hi.layout == QTK_LAYOUT_CT && hi.n_notices == 0);
-            const qtk_ckpt_desc *bd = qtk_ckpt_desc_of(back);
+            const qtk__desc *bd = qtk__ckpt_desc(back);
             size_t j = 0;
             while (j < bd->n_tensors && strcmp(bd->tensors[j].name, "layer.weight") != 0) j++;
             CHECK(j < bd->n_tensors && bd->tensors[j].quantized && qtk_scheme_equal(&bd->tensors[j].scheme, &nv));

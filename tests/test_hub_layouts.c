@@ -64,25 +64,25 @@ static const lset sets[] = {
 /* ---- the generated checkpoint ---- */
 
 typedef struct {
-    qtk_ckpt_desc d;
+    qtk__desc d;
     uint8_t **bytes;
 } model;
 
 static void model_free(model *m) {
     for (size_t i = 0; i < m->d.n_tensors; i++) free(m->bytes[i]);
     free(m->bytes);
-    qtk_ckpt_desc_free(&m->d);
+    qtk__desc_free(&m->d);
 }
 
 static void make_model(const lset *ls, model *m, uint64_t seed) {
-    qtk_ckpt_desc_init(&m->d);
+    qtk__desc_init(&m->d);
     m->bytes = calloc(ls->n + 2, sizeof *m->bytes);
     for (size_t i = 0; i < ls->n; i++) {
         const qt *q = &ls->t[i];
         qtk_scheme s;
         CHECK_OK(qtk_scheme_parse(q->spec, &s));
         qtk_ckpt_tensor *t = NULL;
-        CHECK_OK(qtk_ckpt_desc_add_quantized(&m->d, q->name, &s, q->shape, q->rank, &t));
+        CHECK_OK(qtk__desc_add_quantized(&m->d, q->name, &s, q->shape, q->rank, &t));
         if (!t) continue;
         float *x = malloc(t->numel * sizeof *x);
         for (size_t k = 0; k < t->numel; k++) x[k] = trand_normal(&seed) * (k % 7 == 0 ? 3.0f : 0.5f);
@@ -92,8 +92,8 @@ static void make_model(const lset *ls, model *m, uint64_t seed) {
     }
     /* unquantized tensors ride along: a norm and a head in BF16 */
     size_t ns[1] = {64}, hs[2] = {32, 64};
-    CHECK_OK(qtk_ckpt_desc_add_raw(&m->d, "model.norm.weight", QTK_ELEM_BF16, ns, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_raw(&m->d, "lm_head.weight", QTK_ELEM_BF16, hs, 2, NULL));
+    CHECK_OK(qtk__desc_add_raw(&m->d, "model.norm.weight", QTK_ELEM_BF16, ns, 1, NULL));
+    CHECK_OK(qtk__desc_add_raw(&m->d, "lm_head.weight", QTK_ELEM_BF16, hs, 2, NULL));
     for (size_t k = ls->n; k < ls->n + 2; k++) {
         size_t nb = m->d.tensors[k].nbytes;
         m->bytes[k] = malloc(nb);
@@ -136,7 +136,7 @@ static void get(stored *s, int k, const char *suffix) {
     snprintf(nm, sizeof nm, "%s%s", s->x, suffix);
     s->b[k] = tensor_bytes(s->raw, nm, &s->len[k]);
     size_t i = tensor_index(s->raw, nm);
-    s->dt[k] = i == SIZE_MAX ? "?" : qtk_elem_name(qtk_ckpt_desc_of(s->raw)->tensors[i].elem);
+    s->dt[k] = i == SIZE_MAX ? "?" : qtk_elem_name(qtk__ckpt_desc(s->raw)->tensors[i].elem);
     CHECK_MSG(s->b[k] != NULL, "stored tensor '%s' is missing", nm);
 }
 
@@ -225,10 +225,10 @@ static bool reference(qtk_ckpt *raw, qtk_hub_layout l, const qt *q, float *y) {
 /* Every stored tensor of a is in b with the same dtype, shape and bytes. */
 static void same_stored(const char *a, const char *b) {
     qtk_ckpt *x = NULL, *y = NULL;
-    CHECK_OK(qtk_hub_open(a, QTK_LAYOUT_NONE, &x));
-    CHECK_OK(qtk_hub_open(b, QTK_LAYOUT_NONE, &y));
+    CHECK_OK(qtk__hub_open(a, QTK_LAYOUT_NONE, &x));
+    CHECK_OK(qtk__hub_open(b, QTK_LAYOUT_NONE, &y));
     if (x && y) {
-        const qtk_ckpt_desc *dx = qtk_ckpt_desc_of(x), *dy = qtk_ckpt_desc_of(y);
+        const qtk__desc *dx = qtk__ckpt_desc(x), *dy = qtk__ckpt_desc(y);
         CHECK_EQ_U(dx->n_tensors, dy->n_tensors);
         for (size_t i = 0; i < dx->n_tensors; i++) {
             const char *nm = dx->tensors[i].name;
@@ -261,11 +261,11 @@ static void check_set(const lset *ls, size_t max_shard) {
     char dir[512], dir2[512];
     snprintf(dir, sizeof dir, "%s", tmp_path(max_shard ? "sharded" : "single"));
     snprintf(dir2, sizeof dir2, "%s", tmp_path(max_shard ? "sharded2" : "single2"));
-    qtk_hub_write_opts o = {.layout = ls->layout, .max_shard_bytes = max_shard};
-    CHECK_OK(qtk_hub_write(dir, &m.d, (const void *const *)m.bytes, &o));
+    qtk__hub_write_opts o = {.layout = ls->layout, .max_shard_bytes = max_shard};
+    CHECK_OK(qtk__hub_write(dir, &m.d, (const void *const *)m.bytes, &o));
     qtk_ckpt *c = NULL, *raw = NULL;
     CHECK_OK(qtk_ckpt_open(dir, &c));
-    CHECK_OK(qtk_hub_open(dir, QTK_LAYOUT_NONE, &raw));
+    CHECK_OK(qtk__hub_open(dir, QTK_LAYOUT_NONE, &raw));
     if (!c || !raw) {
         qtk_ckpt_close(c);
         qtk_ckpt_close(raw);
@@ -273,7 +273,7 @@ static void check_set(const lset *ls, size_t max_shard) {
         return;
     }
     qtk_hub_info hi;
-    qtk_hub_info_of(c, &hi);
+    qtk_ckpt_hub_info(c, &hi);
     CHECK_MSG(hi.layout == ls->layout, "%s: detected %s", ls->title, qtk_hub_layout_name(hi.layout));
     CHECK_MSG(hi.config_file != NULL && strstr(hi.detected_by, "config") != NULL, "%s: detected by %s", ls->title,
               hi.detected_by);
@@ -281,7 +281,7 @@ static void check_set(const lset *ls, size_t max_shard) {
     else CHECK(hi.n_shards == 1 && !hi.index_file);
     for (size_t k = 0; k < hi.n_notices; k++) printf("  notice: %s: %s\n", hi.notices[k].tensor, hi.notices[k].text);
     CHECK_EQ_U(hi.n_notices, 0);
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK_EQ_U(d->n_tensors, m.d.n_tensors);
     for (size_t i = 0; i < m.d.n_tensors; i++) {
         const qtk_ckpt_tensor *want = &m.d.tensors[i];

@@ -41,7 +41,7 @@ static qtk_ckpt *open_dir(const char *d) {
 
 static bool has_notice(qtk_ckpt *c, const char *tensor, const char *sub) {
     qtk_hub_info hi;
-    qtk_hub_info_of(c, &hi);
+    qtk_ckpt_hub_info(c, &hi);
     for (size_t i = 0; i < hi.n_notices; i++)
         if ((!tensor || (hi.notices[i].tensor && strcmp(hi.notices[i].tensor, tensor) == 0)) && strstr(hi.notices[i].text, sub))
             return true;
@@ -120,11 +120,11 @@ static void bnb_high_nibble_first(void) {
         free(b);
         /* written back: bnb's bytes again, padding nibble 7 included */
         uint8_t *q = tensor_bytes(c, "m.weight", &len);
-        CHECK_OK(qtk_hub_write(tmp_path("bnb2-out"), qtk_ckpt_desc_of(c), (const void *const[]){q},
-                               &(qtk_hub_write_opts){.layout = QTK_LAYOUT_BNB, .source = c}));
+        CHECK_OK(qtk__hub_write(tmp_path("bnb2-out"), qtk__ckpt_desc(c), (const void *const[]){q},
+                               &(qtk__hub_write_opts){.layout = QTK_LAYOUT_BNB, .source = c}));
         free(q);
         qtk_ckpt *r = NULL;
-        CHECK_OK(qtk_hub_open(tmp_path("bnb2-out"), QTK_LAYOUT_NONE, &r));
+        CHECK_OK(qtk__hub_open(tmp_path("bnb2-out"), QTK_LAYOUT_NONE, &r));
         uint8_t *back = r ? tensor_bytes(r, "m.weight", &len) : NULL;
         CHECK(back && len == 3 && memcmp(back, w2, 3) == 0);
         uint8_t *blob = r ? tensor_bytes(r, "m.weight.quant_state.bitsandbytes__nf4", &len) : NULL;
@@ -256,11 +256,11 @@ static void divisor_not_a_power_of_two(void) {
         CHECK(!has_notice(c, NULL, "one ulp"));
         size_t len;
         uint8_t *b = tensor_bytes(c, "l.weight", &len);
-        CHECK_OK(qtk_hub_write(tmp_path("ct3-out"), qtk_ckpt_desc_of(c), (const void *const[]){b},
-                               &(qtk_hub_write_opts){.layout = QTK_LAYOUT_CT, .source = c}));
+        CHECK_OK(qtk__hub_write(tmp_path("ct3-out"), qtk__ckpt_desc(c), (const void *const[]){b},
+                               &(qtk__hub_write_opts){.layout = QTK_LAYOUT_CT, .source = c}));
         free(b);
         qtk_ckpt *r = NULL;
-        CHECK_OK(qtk_hub_open(tmp_path("ct3-out"), QTK_LAYOUT_NONE, &r));
+        CHECK_OK(qtk__hub_open(tmp_path("ct3-out"), QTK_LAYOUT_NONE, &r));
         b = r ? tensor_bytes(r, "l.weight_global_scale", &len) : NULL;
         float three = 3.0f;
         CHECK(b && len == 4 && memcmp(b, &three, 4) == 0);
@@ -305,15 +305,15 @@ static void divisor_inexact(void) {
                   (double)ref);
     }
     free(y);
-    /* dequantized through qtk_hub_dequantize (what convert --scheme none uses): the reference's
+    /* dequantized through qtk__hub_dequantize (what convert --scheme none uses): the reference's
      * own s / G, bit for bit, in f32 and bf16 */
     size_t i = tensor_index(c, "l.weight");
     qtk_ckpt_view v;
     float f[32];
     uint16_t bf[32];
     CHECK_OK(qtk_ckpt_load(c, i, &v));
-    CHECK_OK(qtk_hub_dequantize(c, i, &v, QTK_DTYPE_F32, f));
-    CHECK_OK(qtk_hub_dequantize(c, i, &v, QTK_DTYPE_BF16, bf));
+    CHECK_OK(qtk__hub_dequantize(c, i, &v, QTK_DTYPE_F32, f));
+    CHECK_OK(qtk__hub_dequantize(c, i, &v, QTK_DTYPE_BF16, bf));
     qtk_ckpt_unload(c, &v);
     for (size_t k = 0; k < 32; k++) {
         volatile float eff = qtk_fmt_decode(QTK_DTYPE_E4M3, sc[k / 16]) / G;
@@ -322,11 +322,11 @@ static void divisor_inexact(void) {
         CHECK_EQ_U(bf[k], qtk_fmt_encode(QTK_DTYPE_BF16, ref));
     }
     uint8_t *b = tensor_bytes(c, "l.weight", &len);
-    CHECK_OK(qtk_hub_write(tmp_path("ct4-out"), qtk_ckpt_desc_of(c), (const void *const[]){b},
-                           &(qtk_hub_write_opts){.layout = QTK_LAYOUT_CT, .source = c}));
+    CHECK_OK(qtk__hub_write(tmp_path("ct4-out"), qtk__ckpt_desc(c), (const void *const[]){b},
+                           &(qtk__hub_write_opts){.layout = QTK_LAYOUT_CT, .source = c}));
     free(b);
     qtk_ckpt *r = NULL;
-    CHECK_OK(qtk_hub_open(tmp_path("ct4-out"), QTK_LAYOUT_NONE, &r));
+    CHECK_OK(qtk__hub_open(tmp_path("ct4-out"), QTK_LAYOUT_NONE, &r));
     b = r ? tensor_bytes(r, "l.weight_global_scale", &len) : NULL;
     CHECK(b && len == 4 && memcmp(b, &G, 4) == 0);
     free(b);
@@ -372,8 +372,8 @@ static void ct_zero_points(void) {
     check_values(c, "m.o_proj.weight", want, 16);
     if (c) {
         size_t i = tensor_index(c, "m.o_proj.weight");
-        CHECK(i != SIZE_MAX && !qtk_ckpt_desc_of(c)->tensors[i].quantized &&
-              qtk_ckpt_desc_of(c)->tensors[i].elem == QTK_ELEM_F32);
+        CHECK(i != SIZE_MAX && !qtk__ckpt_desc(c)->tensors[i].quantized &&
+              qtk__ckpt_desc(c)->tensors[i].elem == QTK_ELEM_F32);
         CHECK(has_notice(c, "m.o_proj.weight", "asymmetric zero point"));
     }
     qtk_ckpt_close(c);
@@ -406,8 +406,8 @@ static void ct_activation_order(void) {
             size_t i = tensor_index(c, "m.up_proj.weight");
             qtk_scheme s;
             CHECK_OK(qtk_scheme_parse("q4f,block=4:bf16", &s));
-            if (trivial) CHECK(i != SIZE_MAX && qtk_scheme_equal(&qtk_ckpt_desc_of(c)->tensors[i].scheme, &s));
-            else CHECK(i != SIZE_MAX && !qtk_ckpt_desc_of(c)->tensors[i].quantized);
+            if (trivial) CHECK(i != SIZE_MAX && qtk_scheme_equal(&qtk__ckpt_desc(c)->tensors[i].scheme, &s));
+            else CHECK(i != SIZE_MAX && !qtk__ckpt_desc(c)->tensors[i].quantized);
             CHECK(has_notice(c, "m.up_proj.weight", trivial ? "identity order" : "activation-order"));
         }
         qtk_ckpt_close(c);
@@ -489,9 +489,9 @@ static void torchao_subclasses(void) {
     qtk_ckpt *c = open_dir(d);
     if (!c) return;
     qtk_hub_info hi;
-    qtk_hub_info_of(c, &hi);
+    qtk_ckpt_hub_info(c, &hi);
     CHECK(hi.layout == QTK_LAYOUT_TORCHAO);
-    const qtk_ckpt_desc *dd = qtk_ckpt_desc_of(c);
+    const qtk__desc *dd = qtk__ckpt_desc(c);
     CHECK_EQ_U(dd->n_tensors, 3);
     CHECK_EQ_U(dd->n_meta, 1); /* {"format": "pt"}: the subclass descriptions are not file metadata */
     size_t len;
@@ -506,14 +506,14 @@ static void torchao_subclasses(void) {
     size_t i = tensor_index(c, "m.up.weight");
     CHECK(i != SIZE_MAX && qtk_scheme_equal(&dd->tensors[i].scheme, &s));
     qtk_ckpt_close(c);
-    qtk_ckpt_desc dw;
-    qtk_ckpt_desc_init(&dw);
+    qtk__desc dw;
+    qtk__desc_init(&dw);
     CHECK_OK(qtk_scheme_parse("nvfp4", &s));
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&dw, "x.weight", &s, nv_shape, 2, NULL));
-    qtk_hub_writer *w = NULL;
-    CHECK_ERR(qtk_hub_writer_open(tmp_path("t-out"), &dw, &(qtk_hub_write_opts){.layout = QTK_LAYOUT_TORCHAO}, &w),
+    CHECK_OK(qtk__desc_add_quantized(&dw, "x.weight", &s, nv_shape, 2, NULL));
+    qtk__hub_writer *w = NULL;
+    CHECK_ERR(qtk__hub_writer_open(tmp_path("t-out"), &dw, &(qtk__hub_write_opts){.layout = QTK_LAYOUT_TORCHAO}, &w),
               QTK_E_UNSUPPORTED, "does not write it");
-    qtk_ckpt_desc_free(&dw);
+    qtk__desc_free(&dw);
     free(nv);
     free(mx);
 }
@@ -531,11 +531,11 @@ static void hadamards(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(path, &c));
     if (!c) return;
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     qtk_ckpt_facts fx;
     qtk_ckpt_facts_of(c, &fx);
     qtk_hub_info hi;
-    qtk_hub_info_of(c, &hi);
+    qtk_ckpt_hub_info(c, &hi);
     CHECK(hi.layout == QTK_LAYOUT_NONE);
     CHECK_EQ_U(d->n_tensors, 66);
     CHECK_EQ_U(fx.data_start, 8 + 5848);
@@ -548,15 +548,15 @@ static void hadamards(void) {
     CHECK(two && len == 4 && two[0] == 1 && two[1] == 1 && two[2] == 1 && two[3] == 0xFF);
     free(two);
     /* rewritten through the Hub writer (qtk layout, nothing quantized): the same bytes */
-    qtk_hub_writer *w = NULL;
-    CHECK_OK(qtk_hub_writer_open(tmp_path("h.safetensors"), d, &(qtk_hub_write_opts){0}, &w));
+    qtk__hub_writer *w = NULL;
+    CHECK_OK(qtk__hub_writer_open(tmp_path("h.safetensors"), d, &(qtk__hub_write_opts){0}, &w));
     for (size_t i = 0; w && i < d->n_tensors; i++) {
         qtk_ckpt_view v;
         CHECK_OK(qtk_ckpt_load(c, i, &v));
-        CHECK_OK(qtk_hub_writer_put(w, v.data, v.len));
+        CHECK_OK(qtk__hub_writer_put(w, v.data, v.len));
         qtk_ckpt_unload(c, &v);
     }
-    CHECK_OK(qtk_hub_writer_commit(w));
+    CHECK_OK(qtk__hub_writer_commit(w));
     size_t na, nb;
     uint8_t *a = slurp(path, &na), *b = slurp(tmp_path("h.safetensors"), &nb);
     CHECK_MSG(a && b && na == nb && memcmp(a, b, na) == 0, "hadamards.safetensors rewrite differs");

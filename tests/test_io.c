@@ -9,27 +9,27 @@ static void roundtrip_f32(void) {
     size_t shape[2] = {2, 3};
     uint8_t *b;
     size_t n;
-    CHECK_OK(qtk_npy_build(v, QTK_DTYPE_F32, shape, 2, &b, &n));
+    CHECK_OK(cli_npy_build(v, QTK_DTYPE_F32, shape, 2, &b, &n));
     CHECK(memcmp(b, "\x93NUMPY\x01\x00", 8) == 0);
     CHECK_EQ_U((10 + (b[8] | b[9] << 8)) % 64, 0);
-    qtk_npy a;
-    CHECK_OK(qtk_npy_parse(b, n, &a));
+    cli_npy a;
+    CHECK_OK(cli_npy_parse(b, n, &a));
     CHECK_EQ_U(a.rank, 2);
     CHECK_EQ_U(a.shape[0], 2);
     CHECK_EQ_U(a.shape[1], 3);
     for (int i = 0; i < 6; i++) CHECK_BITS(a.data[i], v[i]);
-    qtk_npy_free(&a);
+    cli_npy_free(&a);
     free(b);
     /* rank 0 and rank 1 headers */
-    CHECK_OK(qtk_npy_build(v, QTK_DTYPE_F32, NULL, 0, &b, &n));
+    CHECK_OK(cli_npy_build(v, QTK_DTYPE_F32, NULL, 0, &b, &n));
     CHECK(strstr((char *)b + 10, "'shape': ()") != NULL);
-    CHECK_OK(qtk_npy_parse(b, n, &a));
+    CHECK_OK(cli_npy_parse(b, n, &a));
     CHECK_EQ_U(a.rank, 0);
     CHECK_EQ_U(a.numel, 1);
-    qtk_npy_free(&a);
+    cli_npy_free(&a);
     free(b);
     size_t s1[1] = {6};
-    CHECK_OK(qtk_npy_build(v, QTK_DTYPE_F32, s1, 1, &b, &n));
+    CHECK_OK(cli_npy_build(v, QTK_DTYPE_F32, s1, 1, &b, &n));
     CHECK(strstr((char *)b + 10, "'shape': (6,)") != NULL);
     free(b);
 }
@@ -53,66 +53,66 @@ static uint8_t *make(const char *header, const void *data, size_t dlen, int vers
 }
 
 static void dtypes_and_orders(void) {
-    qtk_npy a;
+    cli_npy a;
     size_t n;
     uint16_t h[2] = {0x3c00, 0xc000}; /* 1, -2 */
     uint8_t *b = make("{'descr': '<f2', 'fortran_order': False, 'shape': (2,), }\n", h, 4, 1, &n);
-    CHECK_OK(qtk_npy_parse(b, n, &a));
+    CHECK_OK(cli_npy_parse(b, n, &a));
     CHECK_BITS(a.data[0], 1.0f);
     CHECK_BITS(a.data[1], -2.0f);
-    qtk_npy_free(&a);
+    cli_npy_free(&a);
     free(b);
     double d[2] = {0.1, -1e300};
     b = make("{\"descr\": \"<f8\", \"shape\": (2,), \"fortran_order\": False}", d, 16, 2, &n);
-    CHECK_OK(qtk_npy_parse(b, n, &a));
+    CHECK_OK(cli_npy_parse(b, n, &a));
     CHECK_BITS(a.data[0], 0.1f);
     CHECK(isinf(a.data[1])); /* out of f32 range: the quantizer reports it */
-    qtk_npy_free(&a);
+    cli_npy_free(&a);
     free(b);
     uint8_t be[8] = {0x3f, 0x80, 0, 0, 0xc0, 0, 0, 0}; /* big-endian 1, -2 */
     b = make("{'descr': '>f4', 'fortran_order': False, 'shape': (1, 2), }", be, 8, 3, &n);
-    CHECK_OK(qtk_npy_parse(b, n, &a));
+    CHECK_OK(cli_npy_parse(b, n, &a));
     CHECK_BITS(a.data[0], 1.0f);
     CHECK_BITS(a.data[1], -2.0f);
-    qtk_npy_free(&a);
+    cli_npy_free(&a);
     free(b);
 }
 
 static void malformed(void) {
-    qtk_npy a;
+    cli_npy a;
     size_t n;
     float f[4] = {0};
-    CHECK_ERR(qtk_npy_parse((const uint8_t *)"hello world!", 12, &a), QTK_E_FORMAT, "not a .npy file");
+    CHECK_ERR(cli_npy_parse((const uint8_t *)"hello world!", 12, &a), QTK_E_FORMAT, "not a .npy file");
     uint8_t *b = make("{'descr': '<i4', 'fortran_order': False, 'shape': (4,), }", f, 16, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_UNSUPPORTED, "dtype '<i4' is not supported");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_UNSUPPORTED, "dtype '<i4' is not supported");
     free(b);
     b = make("{'descr': '<f4', 'fortran_order': True, 'shape': (2, 2), }", f, 16, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_UNSUPPORTED, "Fortran");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_UNSUPPORTED, "Fortran");
     free(b);
     b = make("{'descr': '<f4', 'fortran_order': False, 'shape': (5,), }", f, 16, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_LENGTH, ".npy data is 16 bytes; shape and dtype '<f4' need 20");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_LENGTH, ".npy data is 16 bytes; shape and dtype '<f4' need 20");
     free(b);
     b = make("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), ", f, 16, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_FORMAT, "malformed .npy header");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_FORMAT, "malformed .npy header");
     free(b);
     b = make("{'descr': '<f4', 'shape': (4,), }", f, 16, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_FORMAT, "lacks");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_FORMAT, "lacks");
     free(b);
     b = make("{'descr': '<f4', 'fortran_order': False, 'shape': (1,1,1,1,1,1,1,1,1), }", f, 4, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_SHAPE, "more than 8 dimensions");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_SHAPE, "more than 8 dimensions");
     free(b);
     b = make("{'descr': '<f4', 'fortran_order': False, 'shape': (-4,), }", f, 16, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_FORMAT, "not a non-negative integer");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_FORMAT, "not a non-negative integer");
     free(b);
     b = make("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), 'extra': 1}", f, 16, 1, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_FORMAT, "unknown key 'extra'");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_FORMAT, "unknown key 'extra'");
     free(b);
     b = make("{'descr': '<f4', 'fortran_order': False, 'shape': (4,), }", f, 16, 7, &n);
-    CHECK_ERR(qtk_npy_parse(b, n, &a), QTK_E_FORMAT, "version 7.0");
+    CHECK_ERR(cli_npy_parse(b, n, &a), QTK_E_FORMAT, "version 7.0");
     free(b);
     uint8_t trunc[11] = {0x93, 'N', 'U', 'M', 'P', 'Y', 1, 0, 0xff, 0x00, '{'};
-    CHECK_ERR(qtk_npy_parse(trunc, sizeof trunc, &a), QTK_E_FORMAT, "runs past the end");
-    CHECK_ERR(qtk_npy_read("/nonexistent/file.npy", &a), QTK_E_IO, "cannot open '/nonexistent/file.npy'");
+    CHECK_ERR(cli_npy_parse(trunc, sizeof trunc, &a), QTK_E_FORMAT, "runs past the end");
+    CHECK_ERR(cli_npy_read("/nonexistent/file.npy", &a), QTK_E_IO, "cannot open '/nonexistent/file.npy'");
 }
 
 TEST_MAIN("io", T(roundtrip_f32), T(dtypes_and_orders), T(malformed))

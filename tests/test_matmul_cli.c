@@ -30,7 +30,7 @@ static int exists(const char *name) {
 }
 
 static void write_npy(const char *name, const float *v, const size_t *shape, int rank) {
-    CHECK_OK(qtk_npy_write(path(name), v, QTK_DTYPE_F32, shape, rank, 1));
+    CHECK_OK(cli_npy_write(path(name), v, QTK_DTYPE_F32, shape, rank, 1));
 }
 
 enum { M = 3, N = 37, K = 70 };
@@ -66,12 +66,12 @@ static void expect(const char *spec, qtk_mm_layout lay, qtk_precision prec, bool
 }
 
 static void check_output(const char *name, const float *want, size_t m, int rank) {
-    qtk_npy a = {0};
-    CHECK_OK(qtk_npy_read(path(name), &a));
+    cli_npy a = {0};
+    CHECK_OK(cli_npy_read(path(name), &a));
     CHECK_MSG(a.rank == rank && a.shape[rank - 1] == N && (rank == 1 || a.shape[0] == m), "%s: rank %d", name, a.rank);
     CHECK_MSG(strcmp(a.descr, "<f4") == 0, "%s: dtype %s", name, a.descr);
     if (a.numel == m * N) CHECK_MSG(memcmp(a.data, want, m * N * sizeof(float)) == 0, "%s: values differ", name);
-    qtk_npy_free(&a);
+    cli_npy_free(&a);
 }
 
 static void products(void) {

@@ -26,13 +26,13 @@ static qtk_status open_json(const char *json, size_t data_len) {
 /* The header qtk writes for an NVFP4 matrix and an F32 bias, byte for byte. */
 static void convention_header(void) {
     tmp_dir_make();
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     qtk_scheme s;
     CHECK_OK(qtk_scheme_parse("nvfp4", &s));
     size_t ws[2] = {4, 32}, bs[1] = {4};
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "w", &s, ws, 2, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_raw(&d, "b", QTK_ELEM_F32, bs, 1, NULL));
+    CHECK_OK(qtk__desc_add_quantized(&d, "w", &s, ws, 2, NULL));
+    CHECK_OK(qtk__desc_add_raw(&d, "b", QTK_ELEM_F32, bs, 1, NULL));
     CHECK_EQ_U(d.tensors[0].nbytes, 76); /* 64 values + 8 ue4m3 scales + 4 global */
     float x[128];
     uint64_t seed = 11;
@@ -40,7 +40,7 @@ static void convention_header(void) {
     uint8_t q[76], bias[16] = {0};
     CHECK_OK(qtk_quantize_into(x, ws, 2, &s, NULL, q, sizeof q));
     const void *bytes[2] = {q, bias};
-    CHECK_OK(qtk_ckpt_write(tmp_path("w.safetensors"), QTK_CKPT_SAFETENSORS, &d, bytes, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("w.safetensors"), QTK_CKPT_SAFETENSORS, &d, bytes, 0));
     size_t n;
     uint8_t *f = slurp(tmp_path("w.safetensors"), &n);
     const char *want =
@@ -62,7 +62,7 @@ static void convention_header(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(open_st(f, n, &c));
     if (c) {
-        const qtk_ckpt_desc *r = qtk_ckpt_desc_of(c);
+        const qtk__desc *r = qtk__ckpt_desc(c);
         CHECK_EQ_U(r->n_tensors, 2);
         CHECK_EQ_U(r->n_meta, 0); /* qtk's own keys are not file metadata */
         CHECK(r->tensors[0].quantized && qtk_scheme_equal(&r->tensors[0].scheme, &s));
@@ -73,7 +73,7 @@ static void convention_header(void) {
         qtk_ckpt_close(c);
     }
     free(f);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     tmp_dir_remove();
 }
 
@@ -90,13 +90,13 @@ static void companions_any_order(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(open_st(f, n, &c));
     if (c) {
-        CHECK_EQ_U(qtk_ckpt_desc_of(c)->n_tensors, 1);
+        CHECK_EQ_U(qtk__ckpt_desc(c)->n_tensors, 1);
         qtk_ckpt_view v;
         CHECK_OK(qtk_ckpt_load(c, 0, &v));
         uint8_t want[8] = {1, 2, 0xff, 0x7f, 0x00, 0x38, 0x00, 0x3c};
         CHECK(v.owned != NULL && v.len == 8 && memcmp(v.data, want, 8) == 0);
         float y[4];
-        const qtk_ckpt_tensor *t = &qtk_ckpt_desc_of(c)->tensors[0];
+        const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[0];
         CHECK_OK(qtk_dequantize_bytes(v.data, v.len, t->shape, 1, &t->scheme, QTK_DTYPE_F32, y, 4));
         CHECK_BITS(y[0], 0.5f);
         CHECK_BITS(y[2], -1.0f);
@@ -196,50 +196,50 @@ static void malformed(void) {
 
 static void writer_names(void) {
     tmp_dir_make();
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     qtk_scheme s;
     CHECK_OK(qtk_scheme_parse("q8f", &s));
     size_t sh[1] = {4};
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "v", &s, sh, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_raw(&d, "v.qtk_scales", QTK_ELEM_F32, sh, 1, NULL));
-    qtk_ckpt_writer *w = NULL;
-    CHECK_ERR(qtk_ckpt_writer_open(tmp_path("n.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
+    CHECK_OK(qtk__desc_add_quantized(&d, "v", &s, sh, 1, NULL));
+    CHECK_OK(qtk__desc_add_raw(&d, "v.qtk_scales", QTK_ELEM_F32, sh, 1, NULL));
+    qtk__ckpt_writer *w = NULL;
+    CHECK_ERR(qtk__ckpt_writer_open(tmp_path("n.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
               "tensor name 'v.qtk_scales' is used twice");
-    qtk_ckpt_desc_free(&d);
-    qtk_ckpt_desc_init(&d);
-    CHECK_OK(qtk_ckpt_desc_add_quantized(&d, "v", &s, sh, 1, NULL));
-    CHECK_OK(qtk_ckpt_desc_add_meta(&d, "qtk:scheme:v", "q4f"));
-    CHECK_ERR(qtk_ckpt_writer_open(tmp_path("n.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
+    qtk__desc_free(&d);
+    qtk__desc_init(&d);
+    CHECK_OK(qtk__desc_add_quantized(&d, "v", &s, sh, 1, NULL));
+    CHECK_OK(qtk__desc_add_meta(&d, "qtk:scheme:v", "q4f"));
+    CHECK_ERR(qtk__ckpt_writer_open(tmp_path("n.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
               "metadata key 'qtk:scheme:v' is given twice (or is one qtk writes itself)");
     CHECK(!file_exists(tmp_path("n.safetensors")));
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     /* scalars and parameter ids ride in __metadata__ */
-    qtk_ckpt_desc_init(&d);
+    qtk__desc_init(&d);
     qtk_ckpt_tensor *t;
-    CHECK_OK(qtk_ckpt_desc_add_raw(&d, "a", QTK_ELEM_U8, sh, 1, &t));
+    CHECK_OK(qtk__desc_add_raw(&d, "a", QTK_ELEM_U8, sh, 1, &t));
     t->has_param_id = true;
     t->param_id = 18446744073709551615ull;
     qtk_ckpt_scalar sc[4] = {{.name = "f", .kind = QTK_SCALAR_FLOAT, .f = 0.1},
                              {.name = "i", .kind = QTK_SCALAR_INT, .i = INT64_MIN},
                              {.name = "u", .kind = QTK_SCALAR_UINT, .u = 7},
                              {.name = "b", .kind = QTK_SCALAR_BOOL, .b = true}};
-    for (int i = 0; i < 4; i++) CHECK_OK(qtk_ckpt_desc_add_scalar(&d, &sc[i]));
+    for (int i = 0; i < 4; i++) CHECK_OK(qtk__desc_add_scalar(&d, &sc[i]));
     uint8_t four[4] = {1, 2, 3, 4};
     const void *b[1] = {four};
-    CHECK_OK(qtk_ckpt_write(tmp_path("s.safetensors"), QTK_CKPT_SAFETENSORS, &d, b, 0));
+    CHECK_OK(qtk__ckpt_write(tmp_path("s.safetensors"), QTK_CKPT_SAFETENSORS, &d, b, 0));
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open(tmp_path("s.safetensors"), &c));
     if (c) {
-        const qtk_ckpt_desc *r = qtk_ckpt_desc_of(c);
+        const qtk__desc *r = qtk__ckpt_desc(c);
         CHECK(r->tensors[0].has_param_id && r->tensors[0].param_id == 18446744073709551615ull);
         CHECK_EQ_U(r->n_scalars, 4);
         CHECK(r->n_scalars == 4 && r->scalars[0].f == 0.1 && r->scalars[1].i == INT64_MIN && r->scalars[2].u == 7 &&
               r->scalars[3].b);
         qtk_ckpt_close(c);
     }
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     tmp_dir_remove();
 }
 

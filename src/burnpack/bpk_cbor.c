@@ -192,7 +192,7 @@ static qtk_status serialize(cbor_item_t *it, uint8_t **out, size_t *len) {
     return QTK_OK;
 }
 
-qtk_status qtk_bpk_encode_dtype(const qtk_ckpt_tensor *t, uint8_t **out, size_t *len) {
+qtk_status qtk__bpk_encode_dtype(const qtk_ckpt_tensor *t, uint8_t **out, size_t *len) {
     qtk_status st;
     cbor_item_t *it = dtype_item(t, &st);
     if (!it) return st ? st : qtk__err(QTK_E_NOMEM, "out of memory building CBOR");
@@ -210,7 +210,7 @@ typedef struct {
 static int cmp_keyed(const void *a, const void *b) { return cmp_str(((const keyed *)a)->key, ((const keyed *)b)->key); }
 
 /* Indices of n keys in BTreeMap (byte-wise) order; an error on a duplicate. */
-static qtk_status sorted(size_t n, const char *(*key_of)(const qtk_ckpt_desc *, size_t), const qtk_ckpt_desc *d,
+static qtk_status sorted(size_t n, const char *(*key_of)(const qtk__desc *, size_t), const qtk__desc *d,
                          const char *what, keyed **out) {
     keyed *k = malloc((n ? n : 1) * sizeof *k);
     if (!k) return qtk__err(QTK_E_NOMEM, "out of memory");
@@ -225,9 +225,9 @@ static qtk_status sorted(size_t n, const char *(*key_of)(const qtk_ckpt_desc *, 
     *out = k;
     return QTK_OK;
 }
-static const char *tensor_key(const qtk_ckpt_desc *d, size_t i) { return d->tensors[i].name; }
-static const char *meta_key(const qtk_ckpt_desc *d, size_t i) { return d->meta[i].key; }
-static const char *scalar_key(const qtk_ckpt_desc *d, size_t i) { return d->scalars[i].name; }
+static const char *tensor_key(const qtk__desc *d, size_t i) { return d->tensors[i].name; }
+static const char *meta_key(const qtk__desc *d, size_t i) { return d->meta[i].key; }
+static const char *scalar_key(const qtk__desc *d, size_t i) { return d->scalars[i].name; }
 
 static cbor_item_t *scalar_item(const qtk_ckpt_scalar *s) {
     switch (s->kind) {
@@ -256,7 +256,7 @@ static cbor_item_t *descriptor_item(const qtk_ckpt_tensor *t, size_t start, qtk_
     return m;
 }
 
-qtk_status qtk_bpk_encode_metadata(const qtk_ckpt_desc *d, const size_t *starts, uint8_t **out, size_t *len) {
+qtk_status qtk__bpk_encode_metadata(const qtk__desc *d, const size_t *starts, uint8_t **out, size_t *len) {
     keyed *kt = NULL, *km = NULL, *ks = NULL;
     qtk_status st = sorted(d->n_tensors, tensor_key, d, "tensors", &kt);
     if (!st) st = sorted(d->n_meta, meta_key, d, "metadata keys", &km);
@@ -299,7 +299,7 @@ qtk_status qtk_bpk_encode_metadata(const qtk_ckpt_desc *d, const size_t *starts,
 
 /* ---- decoding helpers ---- */
 
-const cbor_item_t *qtk_cb_untag(const cbor_item_t *it) {
+const cbor_item_t *qtk__cb_untag(const cbor_item_t *it) {
     /* ciborium skips tags; so do we. cbor_tag_item() adds a reference that the tag still
      * holds, so it is dropped at once. */
     while (it && cbor_isa_tag(it)) {
@@ -310,13 +310,13 @@ const cbor_item_t *qtk_cb_untag(const cbor_item_t *it) {
     return it;
 }
 
-bool qtk_cb_is_null(const cbor_item_t *it) {
-    it = qtk_cb_untag(it);
+bool qtk__cb_is_null(const cbor_item_t *it) {
+    it = qtk__cb_untag(it);
     return it && (cbor_is_null(it) || cbor_is_undef(it));
 }
 
-bool qtk_cb_uint(const cbor_item_t *it, uint64_t *v) {
-    it = qtk_cb_untag(it);
+bool qtk__cb_uint(const cbor_item_t *it, uint64_t *v) {
+    it = qtk__cb_untag(it);
     if (!it || !cbor_isa_uint(it)) return false;
     *v = cbor_get_int(it);
     return true;
@@ -354,14 +354,14 @@ static void text_copy(const cbor_item_t *it, char *dst) {
     }
 }
 
-bool qtk_cb_text(const cbor_item_t *it, qtk_arena *a, const char **out, const char **why) {
-    it = qtk_cb_untag(it);
+bool qtk__cb_text(const cbor_item_t *it, qtk__arena *a, const char **out, const char **why) {
+    it = qtk__cb_untag(it);
     size_t n;
     if (!text_parts(it, &n)) {
         *why = "not a text string";
         return false;
     }
-    char *s = qtk_arena_alloc(a, n + 1);
+    char *s = qtk__arena_alloc(a, n + 1);
     if (!s) {
         *why = "out of memory";
         return false;
@@ -376,8 +376,8 @@ bool qtk_cb_text(const cbor_item_t *it, qtk_arena *a, const char **out, const ch
     return true;
 }
 
-bool qtk_cb_is(const cbor_item_t *it, const char *lit) {
-    it = qtk_cb_untag(it);
+bool qtk__cb_is(const cbor_item_t *it, const char *lit) {
+    it = qtk__cb_untag(it);
     size_t n, ln = strlen(lit);
     if (!text_parts(it, &n) || n != ln) return false;
     char buf[64];
@@ -393,13 +393,13 @@ typedef struct {
 } field;
 
 static qtk_status fields(const cbor_item_t *m, field *f, size_t nf, const char *what) {
-    m = qtk_cb_untag(m);
+    m = qtk__cb_untag(m);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "%s is not a CBOR map", what);
     struct cbor_pair *p = cbor_map_handle(m);
     size_t n = cbor_map_size(m);
     for (size_t i = 0; i < n; i++)
         for (size_t k = 0; k < nf; k++)
-            if (qtk_cb_is(p[i].key, f[k].name)) {
+            if (qtk__cb_is(p[i].key, f[k].name)) {
                 if (f[k].value) return qtk__err(QTK_E_FORMAT, "%s has the field '%s' twice", what, f[k].name);
                 f[k].value = p[i].value;
             }
@@ -408,7 +408,7 @@ static qtk_status fields(const cbor_item_t *m, field *f, size_t nf, const char *
 
 /* A 1-entry map {name: payload} or a bare text (unit variant). */
 static bool variant(const cbor_item_t *it, const cbor_item_t **key, const cbor_item_t **payload) {
-    it = qtk_cb_untag(it);
+    it = qtk__cb_untag(it);
     if (!it) return false;
     if (cbor_isa_string(it)) {
         *key = it;
@@ -422,7 +422,7 @@ static bool variant(const cbor_item_t *it, const cbor_item_t **key, const cbor_i
 }
 
 static void text_for_msg(const cbor_item_t *it, char *buf, size_t cap) {
-    it = qtk_cb_untag(it);
+    it = qtk__cb_untag(it);
     size_t n;
     if (!text_parts(it, &n)) {
         snprintf(buf, cap, "(a CBOR item of major type %d)", it ? (int)cbor_typeof(it) : -1);
@@ -443,7 +443,7 @@ static void text_for_msg(const cbor_item_t *it, char *buf, size_t cap) {
 
 static qtk_status decode_scale_dtype(const cbor_item_t *it, const char *what, qtk_dtype *out) {
     for (size_t i = 0; i < sizeof scale_names / sizeof scale_names[0]; i++)
-        if (qtk_cb_is(it, scale_names[i].name)) {
+        if (qtk__cb_is(it, scale_names[i].name)) {
             *out = scale_names[i].d;
             return QTK_OK;
         }
@@ -463,16 +463,16 @@ static qtk_status decode_block(const cbor_item_t *it, qtk_scheme *s) {
     st = fields(f[0].value, g, 2, "BlockSize");
     if (st) return st;
     if (!g[0].value || !g[1].value) return qtk__err(QTK_E_FORMAT, "BlockSize lacks '%s'", g[0].value ? "len" : "storage");
-    const cbor_item_t *arr = qtk_cb_untag(g[0].value);
+    const cbor_item_t *arr = qtk__cb_untag(g[0].value);
     if (!arr || !cbor_isa_array(arr) || cbor_array_size(arr) != QTK_MAX_BLOCK_DIMS)
         return qtk__err(QTK_E_FORMAT, "BlockSize 'storage' is not an array of %d unsigned integers", QTK_MAX_BLOCK_DIMS);
     uint64_t len;
-    if (!qtk_cb_uint(g[1].value, &len) || len == 0 || len > QTK_MAX_BLOCK_DIMS)
+    if (!qtk__cb_uint(g[1].value, &len) || len == 0 || len > QTK_MAX_BLOCK_DIMS)
         return qtk__err(QTK_E_FORMAT, "BlockSize 'len' is not 1..%d", QTK_MAX_BLOCK_DIMS);
     cbor_item_t **h = cbor_array_handle(arr);
     for (size_t i = 0; i < QTK_MAX_BLOCK_DIMS; i++) {
         uint64_t v;
-        if (!qtk_cb_uint(h[i], &v) || v > 255)
+        if (!qtk__cb_uint(h[i], &v) || v > 255)
             return qtk__err(QTK_E_FORMAT, "BlockSize storage[%zu] is not a u8", i);
         if (i < len) {
             if (v == 0) return qtk__err(QTK_E_FORMAT, "BlockSize storage[%zu] is 0; a block dim is at least 1", i);
@@ -500,7 +500,7 @@ static qtk_status decode_scheme(const cbor_item_t *it, qtk_scheme *s) {
         if (!f[k].value) return qtk__err(QTK_E_FORMAT, "QuantScheme lacks '%s'", f[k].name);
     bool found = false;
     for (int v = 0; v < QTK_VALUE_COUNT_ && !found; v++)
-        if (qtk_cb_is(f[0].value, value_names[v])) s->value = (qtk_value)v, found = true;
+        if (qtk__cb_is(f[0].value, value_names[v])) s->value = (qtk_value)v, found = true;
     if (!found) {
         char b[64];
         text_for_msg(f[0].value, b, sizeof b);
@@ -508,12 +508,12 @@ static qtk_status decode_scheme(const cbor_item_t *it, qtk_scheme *s) {
     }
     const cbor_item_t *key, *payload;
     if (!variant(f[1].value, &key, &payload)) return qtk__err(QTK_E_FORMAT, "QuantStore is not a text or a 1-entry map");
-    if (!payload && qtk_cb_is(key, "Native")) {
+    if (!payload && qtk__cb_is(key, "Native")) {
         s->store = QTK_STORE_NATIVE;
-    } else if (payload && (qtk_cb_is(key, "PackedNative") || qtk_cb_is(key, "PackedU32"))) {
-        s->store = qtk_cb_is(key, "PackedU32") ? QTK_STORE_U32 : QTK_STORE_PACKED;
+    } else if (payload && (qtk__cb_is(key, "PackedNative") || qtk__cb_is(key, "PackedU32"))) {
+        s->store = qtk__cb_is(key, "PackedU32") ? QTK_STORE_U32 : QTK_STORE_PACKED;
         uint64_t d;
-        if (!qtk_cb_uint(payload, &d)) return qtk__err(QTK_E_FORMAT, "QuantStore's packed dimension is not an unsigned integer");
+        if (!qtk__cb_uint(payload, &d)) return qtk__err(QTK_E_FORMAT, "QuantStore's packed dimension is not an unsigned integer");
         if (d >= QTK_MAX_RANK)
             return qtk__err(QTK_E_UNSUPPORTED, "QuantStore packs along dimension %llu; qtk handles 0..%d",
                             (unsigned long long)d, QTK_MAX_RANK - 1);
@@ -523,44 +523,44 @@ static qtk_status decode_scheme(const cbor_item_t *it, qtk_scheme *s) {
         text_for_msg(key, b, sizeof b);
         return qtk__err(QTK_E_FORMAT, "QuantStore %s is not \"Native\", {\"PackedNative\": d} or {\"PackedU32\": d}", b);
     }
-    if (qtk_cb_is(f[2].value, "Symmetric")) s->mode = QTK_MODE_SYMMETRIC;
-    else if (qtk_cb_is(f[2].value, "Lookup")) s->mode = QTK_MODE_LOOKUP;
+    if (qtk__cb_is(f[2].value, "Symmetric")) s->mode = QTK_MODE_SYMMETRIC;
+    else if (qtk__cb_is(f[2].value, "Lookup")) s->mode = QTK_MODE_LOOKUP;
     else {
         char b[64];
         text_for_msg(f[2].value, b, sizeof b);
         return qtk__err(QTK_E_FORMAT, "QuantMode %s is not \"Symmetric\" or \"Lookup\"", b);
     }
-    if (f[3].value && !qtk_cb_is_null(f[3].value)) {
+    if (f[3].value && !qtk__cb_is_null(f[3].value)) {
         st = decode_scale_dtype(f[3].value, "tensor scale dtype", &s->tensor_dtype);
         if (st) return st;
     }
-    if (f[4].value && !qtk_cb_is_null(f[4].value)) {
+    if (f[4].value && !qtk__cb_is_null(f[4].value)) {
         st = decode_block(f[4].value, s);
         if (st) return st;
     }
     return QTK_OK;
 }
 
-qtk_status qtk_bpk_decode_dtype(const cbor_item_t *it, qtk_bpk_dtype *out) {
+qtk_status qtk__bpk_decode_dtype(const cbor_item_t *it, qtk__bpk_dtype *out) {
     memset(out, 0, sizeof *out);
     const cbor_item_t *key, *payload;
     if (!variant(it, &key, &payload)) return qtk__err(QTK_E_FORMAT, "dtype is not a text or a 1-entry map");
     if (!payload) {
         for (size_t i = 0; i < sizeof plain_names / sizeof plain_names[0]; i++)
-            if (qtk_cb_is(key, plain_names[i].name)) {
+            if (qtk__cb_is(key, plain_names[i].name)) {
                 out->elem = plain_names[i].e;
                 return QTK_OK;
             }
         char b[64];
         text_for_msg(key, b, sizeof b);
-        if (qtk_cb_is(key, "Bool"))
+        if (qtk__cb_is(key, "Bool"))
             return qtk__err(QTK_E_UNSUPPORTED, "dtype \"Bool\" as a bare string is Burn's pre-2026-03 encoding; current "
                                                "Burn writes {\"Bool\": store}");
         return qtk__err(QTK_E_FORMAT, "unknown dtype %s", b);
     }
-    if (qtk_cb_is(key, "Bool")) {
+    if (qtk__cb_is(key, "Bool")) {
         for (size_t i = 0; i < sizeof bool_names / sizeof bool_names[0]; i++)
-            if (qtk_cb_is(payload, bool_names[i].store)) {
+            if (qtk__cb_is(payload, bool_names[i].store)) {
                 out->elem = bool_names[i].e;
                 return QTK_OK;
             }
@@ -568,7 +568,7 @@ qtk_status qtk_bpk_decode_dtype(const cbor_item_t *it, qtk_bpk_dtype *out) {
         text_for_msg(payload, b, sizeof b);
         return qtk__err(QTK_E_FORMAT, "Bool store %s is not Native, U8 or U32", b);
     }
-    if (qtk_cb_is(key, "QFloat")) {
+    if (qtk__cb_is(key, "QFloat")) {
         out->quantized = true;
         qtk_status st = decode_scheme(payload, &out->scheme);
         return st ? qtk__err_context(st, "QFloat") : QTK_OK;
@@ -578,24 +578,24 @@ qtk_status qtk_bpk_decode_dtype(const cbor_item_t *it, qtk_bpk_dtype *out) {
     return qtk__err(QTK_E_FORMAT, "unknown dtype variant %s", b);
 }
 
-qtk_status qtk_bpk_decode_scalar(const cbor_item_t *it, qtk_ckpt_scalar *out) {
+qtk_status qtk__bpk_decode_scalar(const cbor_item_t *it, qtk_ckpt_scalar *out) {
     const cbor_item_t *key, *v;
     if (!variant(it, &key, &v) || !v) return qtk__err(QTK_E_FORMAT, "scalar is not a 1-entry map {kind: value}");
-    v = qtk_cb_untag(v);
-    if (qtk_cb_is(key, "Int")) {
+    v = qtk__cb_untag(v);
+    if (qtk__cb_is(key, "Int")) {
         out->kind = QTK_SCALAR_INT;
         if (cbor_isa_uint(v) && cbor_get_int(v) <= (uint64_t)INT64_MAX) out->i = (int64_t)cbor_get_int(v);
         else if (cbor_isa_negint(v) && cbor_get_int(v) <= (uint64_t)INT64_MAX) out->i = -1 - (int64_t)cbor_get_int(v);
         else return qtk__err(QTK_E_FORMAT, "scalar Int is not an integer in i64 range");
-    } else if (qtk_cb_is(key, "UInt")) {
+    } else if (qtk__cb_is(key, "UInt")) {
         out->kind = QTK_SCALAR_UINT;
         if (!cbor_isa_uint(v)) return qtk__err(QTK_E_FORMAT, "scalar UInt is not an unsigned integer");
         out->u = cbor_get_int(v);
-    } else if (qtk_cb_is(key, "Float")) {
+    } else if (qtk__cb_is(key, "Float")) {
         out->kind = QTK_SCALAR_FLOAT;
         if (!cbor_isa_float_ctrl(v) || !cbor_is_float(v)) return qtk__err(QTK_E_FORMAT, "scalar Float is not a float");
         out->f = cbor_float_get_float(v);
-    } else if (qtk_cb_is(key, "Bool")) {
+    } else if (qtk__cb_is(key, "Bool")) {
         out->kind = QTK_SCALAR_BOOL;
         if (!cbor_isa_float_ctrl(v) || !cbor_is_bool(v)) return qtk__err(QTK_E_FORMAT, "scalar Bool is not a bool");
         out->b = cbor_get_bool(v);

@@ -15,30 +15,30 @@
 /* The `dtype` value of a tensor: "F32", {"Bool": "U8"}, {"QFloat": {...}}. For QFloat the
  * block dims are resolved on the tensor's shape (`*` becomes the extent) and must be at
  * most 255 (Burn keeps them as u8). */
-qtk_status qtk_bpk_encode_dtype(const qtk_ckpt_tensor *t, uint8_t **out, size_t *len);
+qtk_status qtk__bpk_encode_dtype(const qtk_ckpt_tensor *t, uint8_t **out, size_t *len);
 /* The whole metadata item for d, with tensor i at data_offsets [starts[i], starts[i] +
  * nbytes). *out is malloc'ed. */
-qtk_status qtk_bpk_encode_metadata(const qtk_ckpt_desc *d, const size_t *starts, uint8_t **out, size_t *len);
+qtk_status qtk__bpk_encode_metadata(const qtk__desc *d, const size_t *starts, uint8_t **out, size_t *len);
 
 /* ---- decoding ---- */
 
-typedef struct qtk_bpk_dtype {
+typedef struct qtk__bpk_dtype {
     bool quantized;
     qtk_elem elem;
     qtk_scheme scheme; /* a Lookup scheme comes back without a table name (Burn has none) */
-} qtk_bpk_dtype;
+} qtk__bpk_dtype;
 
-qtk_status qtk_bpk_decode_dtype(const cbor_item_t *it, qtk_bpk_dtype *out);
-qtk_status qtk_bpk_decode_scalar(const cbor_item_t *it, qtk_ckpt_scalar *out);
+qtk_status qtk__bpk_decode_dtype(const cbor_item_t *it, qtk__bpk_dtype *out);
+qtk_status qtk__bpk_decode_scalar(const cbor_item_t *it, qtk_ckpt_scalar *out);
 
 /* libcbor helpers shared with burnpack.c */
-const cbor_item_t *qtk_cb_untag(const cbor_item_t *it);
+const cbor_item_t *qtk__cb_untag(const cbor_item_t *it);
 /* Copies a text string (definite or chunked) into the arena; false if it is not text, not
  * valid UTF-8, holds a NUL, or memory runs out (*why says which). */
-bool qtk_cb_text(const cbor_item_t *it, qtk_arena *a, const char **out, const char **why);
+bool qtk__cb_text(const cbor_item_t *it, qtk__arena *a, const char **out, const char **why);
 /* true if it is a text string equal to lit. */
-bool qtk_cb_is(const cbor_item_t *it, const char *lit);
-bool qtk_cb_uint(const cbor_item_t *it, uint64_t *v);
-bool qtk_cb_is_null(const cbor_item_t *it);
+bool qtk__cb_is(const cbor_item_t *it, const char *lit);
+bool qtk__cb_uint(const cbor_item_t *it, uint64_t *v);
+bool qtk__cb_is_null(const cbor_item_t *it);
 
 #endif

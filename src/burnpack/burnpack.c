@@ -30,7 +30,7 @@ static bool bpk_sniff(const uint8_t *b, size_t len) { return len >= 4 && memcmp(
 /* One tensor as the metadata describes it, before it is checked against the data. */
 typedef struct {
     const char *name;
-    qtk_bpk_dtype dt;
+    qtk__bpk_dtype dt;
     size_t *shape;
     int rank;
     size_t numel;
@@ -49,49 +49,49 @@ static int cmp_entry_offset(const void *a, const void *b) {
     return strcmp(x->name, y->name);
 }
 
-static qtk_status decode_entry(const cbor_item_t *key, const cbor_item_t *val, qtk_arena *a, entry *e) {
+static qtk_status decode_entry(const cbor_item_t *key, const cbor_item_t *val, qtk__arena *a, entry *e) {
     memset(e, 0, sizeof *e);
     const char *why;
-    if (!qtk_cb_text(key, a, &e->name, &why)) return qtk__err(QTK_E_FORMAT, "a tensor name is %s", why);
-    const cbor_item_t *m = qtk_cb_untag(val);
+    if (!qtk__cb_text(key, a, &e->name, &why)) return qtk__err(QTK_E_FORMAT, "a tensor name is %s", why);
+    const cbor_item_t *m = qtk__cb_untag(val);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "tensor '%s': its descriptor is not a map", e->name);
     const char *names[4] = {"dtype", "shape", "data_offsets", "param_id"};
     const cbor_item_t *f[4] = {NULL, NULL, NULL, NULL};
     struct cbor_pair *p = cbor_map_handle(m);
     for (size_t i = 0; i < cbor_map_size(m); i++)
         for (int k = 0; k < 4; k++)
-            if (qtk_cb_is(p[i].key, names[k])) {
+            if (qtk__cb_is(p[i].key, names[k])) {
                 if (f[k]) return qtk__err(QTK_E_FORMAT, "tensor '%s': field '%s' appears twice", e->name, names[k]);
                 f[k] = p[i].value;
             }
     for (int k = 0; k < 3; k++)
         if (!f[k]) return qtk__err(QTK_E_FORMAT, "tensor '%s': the descriptor lacks '%s'", e->name, names[k]);
-    qtk_status st = qtk_bpk_decode_dtype(f[0], &e->dt);
+    qtk_status st = qtk__bpk_decode_dtype(f[0], &e->dt);
     if (st) return qtk__err_context(st, "tensor '%s'", e->name);
 
-    const cbor_item_t *sh = qtk_cb_untag(f[1]);
+    const cbor_item_t *sh = qtk__cb_untag(f[1]);
     if (!sh || !cbor_isa_array(sh)) return qtk__err(QTK_E_FORMAT, "tensor '%s': 'shape' is not an array", e->name);
     size_t rank = cbor_array_size(sh);
     if (rank > BPK_MAX_RANK)
         return qtk__err(QTK_E_UNSUPPORTED, "tensor '%s': rank %zu; qtk reads ranks up to %d", e->name, rank, BPK_MAX_RANK);
     e->rank = (int)rank;
-    e->shape = qtk_arena_alloc(a, (rank ? rank : 1) * sizeof(size_t));
+    e->shape = qtk__arena_alloc(a, (rank ? rank : 1) * sizeof(size_t));
     if (!e->shape) return qtk__err(QTK_E_NOMEM, "out of memory");
     e->numel = 1;
     for (size_t i = 0; i < rank; i++) {
         uint64_t v;
-        if (!qtk_cb_uint(cbor_array_handle(sh)[i], &v))
+        if (!qtk__cb_uint(cbor_array_handle(sh)[i], &v))
             return qtk__err(QTK_E_FORMAT, "tensor '%s': shape[%zu] is not an unsigned integer", e->name, i);
         if (v > SIZE_MAX || !qtk__mul_ok(e->numel, (size_t)v, &e->numel))
             return qtk__err(QTK_E_SHAPE, "tensor '%s': the shape's element count overflows", e->name);
         e->shape[i] = (size_t)v;
     }
-    const cbor_item_t *off = qtk_cb_untag(f[2]);
-    if (!off || !cbor_isa_array(off) || cbor_array_size(off) != 2 || !qtk_cb_uint(cbor_array_handle(off)[0], &e->start) ||
-        !qtk_cb_uint(cbor_array_handle(off)[1], &e->end))
+    const cbor_item_t *off = qtk__cb_untag(f[2]);
+    if (!off || !cbor_isa_array(off) || cbor_array_size(off) != 2 || !qtk__cb_uint(cbor_array_handle(off)[0], &e->start) ||
+        !qtk__cb_uint(cbor_array_handle(off)[1], &e->end))
         return qtk__err(QTK_E_FORMAT, "tensor '%s': 'data_offsets' is not [start, end]", e->name);
-    if (f[3] && !qtk_cb_is_null(f[3])) {
-        if (!qtk_cb_uint(f[3], &e->pid))
+    if (f[3] && !qtk__cb_is_null(f[3])) {
+        if (!qtk__cb_uint(f[3], &e->pid))
             return qtk__err(QTK_E_FORMAT, "tensor '%s': 'param_id' is not an unsigned integer", e->name);
         e->has_pid = true;
     }
@@ -106,7 +106,7 @@ static qtk_status add_entry(qtk_ckpt *c, const entry *e, size_t data_start) {
     qtk_status st;
     char sb[256];
     if (!e->dt.quantized) {
-        st = qtk_ckpt_desc_add_raw(&c->desc, nm, e->dt.elem, e->shape, e->rank, &t);
+        st = qtk__desc_add_raw(&c->desc, nm, e->dt.elem, e->shape, e->rank, &t);
         if (st) return st;
         if (t->nbytes != len)
             return qtk__err(QTK_E_LENGTH, "tensor '%s' (%s, shape %s) takes %zu bytes; its data_offsets [%llu, %llu) give %zu",
@@ -126,7 +126,7 @@ static qtk_status add_entry(qtk_ckpt *c, const entry *e, size_t data_start) {
             st = qtk__ckpt_resolve_table(&s, c->map.data + abs + len - 4 * n, n, NULL);
             if (st) return qtk__err_context(st, "tensor '%s'", nm);
         }
-        st = qtk_ckpt_desc_add_quantized(&c->desc, nm, &s, e->shape, e->rank, &t);
+        st = qtk__desc_add_quantized(&c->desc, nm, &s, e->shape, e->rank, &t);
         if (st) return st;
         if (t->nbytes != len) {
             qtk_layout L;
@@ -148,8 +148,8 @@ static qtk_status add_entry(qtk_ckpt *c, const entry *e, size_t data_start) {
 }
 
 static qtk_status decode_tensors(qtk_ckpt *c, const cbor_item_t *tensors, size_t meta_end, size_t data_start,
-                                 qtk_arena *tmp) {
-    tensors = qtk_cb_untag(tensors);
+                                 qtk__arena *tmp) {
+    tensors = qtk__cb_untag(tensors);
     if (!tensors || !cbor_isa_map(tensors)) return qtk__err(QTK_E_FORMAT, "'tensors' is not a map");
     size_t n = cbor_map_size(tensors);
     if (n > BPK_MAX_TENSORS)
@@ -220,31 +220,31 @@ static qtk_status check_duplicates(const void *recs, size_t n, size_t size, size
     return st;
 }
 
-static qtk_status decode_strings(qtk_ckpt *c, const cbor_item_t *m, qtk_arena *tmp) {
-    m = qtk_cb_untag(m);
+static qtk_status decode_strings(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *tmp) {
+    m = qtk__cb_untag(m);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "'metadata' is not a map");
     for (size_t i = 0; i < cbor_map_size(m); i++) {
         const char *k, *v, *why;
-        if (!qtk_cb_text(cbor_map_handle(m)[i].key, tmp, &k, &why))
+        if (!qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &k, &why))
             return qtk__err(QTK_E_FORMAT, "a metadata key is %s", why);
-        if (!qtk_cb_text(cbor_map_handle(m)[i].value, tmp, &v, &why))
+        if (!qtk__cb_text(cbor_map_handle(m)[i].value, tmp, &v, &why))
             return qtk__err(QTK_E_FORMAT, "metadata '%s': the value is %s", k, why);
-        qtk_status st = qtk_ckpt_desc_add_meta(&c->desc, k, v);
+        qtk_status st = qtk__desc_add_meta(&c->desc, k, v);
         if (st) return st;
     }
-    return check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk_ckpt_kv, key), "metadata key");
+    return check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk__kv, key), "metadata key");
 }
 
-static qtk_status decode_scalars(qtk_ckpt *c, const cbor_item_t *m, qtk_arena *tmp) {
-    m = qtk_cb_untag(m);
+static qtk_status decode_scalars(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *tmp) {
+    m = qtk__cb_untag(m);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "'scalars' is not a map");
     for (size_t i = 0; i < cbor_map_size(m); i++) {
         qtk_ckpt_scalar s = {0};
         const char *why;
-        if (!qtk_cb_text(cbor_map_handle(m)[i].key, tmp, &s.name, &why))
+        if (!qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &s.name, &why))
             return qtk__err(QTK_E_FORMAT, "a scalar name is %s", why);
-        qtk_status st = qtk_bpk_decode_scalar(cbor_map_handle(m)[i].value, &s);
-        if (!st) st = qtk_ckpt_desc_add_scalar(&c->desc, &s);
+        qtk_status st = qtk__bpk_decode_scalar(cbor_map_handle(m)[i].value, &s);
+        if (!st) st = qtk__desc_add_scalar(&c->desc, &s);
         if (st) return qtk__err_context(st, "scalar '%s'", s.name);
     }
     return check_duplicates(c->desc.scalars, c->desc.n_scalars, sizeof *c->desc.scalars, offsetof(qtk_ckpt_scalar, name),
@@ -268,9 +268,9 @@ static qtk_status bpk_parse(qtk_ckpt *c) {
     if (len < BPK_HEADER + msize)
         return qtk__err(QTK_E_FORMAT, "truncated: the metadata takes bytes [10, %zu) but the file has %zu", BPK_HEADER + msize,
                         len);
-    qtk_cbor_limits lim = {BPK_MAX_DEPTH, BPK_MAX_ITEMS};
+    qtk__cbor_limits lim = {BPK_MAX_DEPTH, BPK_MAX_ITEMS};
     size_t used = 0;
-    qtk_status st = qtk_cbor_scan(b + BPK_HEADER, msize, &lim, &used);
+    qtk_status st = qtk__cbor_scan(b + BPK_HEADER, msize, &lim, &used);
     if (st) return qtk__err_context(st, "metadata");
     if (used != msize)
         return qtk__err(QTK_E_FORMAT, "metadata: %zu bytes follow its CBOR item (item ends at file offset %zu, metadata at %zu)",
@@ -284,9 +284,9 @@ static qtk_status bpk_parse(qtk_ckpt *c) {
                               res.error.code == CBOR_ERR_SYNTAXERROR
                                   ? "invalid: a text string that is not valid UTF-8, or a map with an odd item count"
                                   : "malformed");
-    size_t meta_end = BPK_HEADER + msize, data_start = QTK_CKPT_ALIGN_UP(meta_end, BPK_ALIGN);
-    qtk_arena tmp = {0};
-    const cbor_item_t *top = qtk_cb_untag(root);
+    size_t meta_end = BPK_HEADER + msize, data_start = QTK__ALIGN_UP(meta_end, BPK_ALIGN);
+    qtk__arena tmp = {0};
+    const cbor_item_t *top = qtk__cb_untag(root);
     const cbor_item_t *f[3] = {NULL, NULL, NULL};
     const char *names[3] = {"tensors", "metadata", "scalars"};
     if (!top || !cbor_isa_map(top)) {
@@ -294,17 +294,17 @@ static qtk_status bpk_parse(qtk_ckpt *c) {
     } else {
         for (size_t i = 0; i < cbor_map_size(top) && !st; i++)
             for (int k = 0; k < 3; k++)
-                if (qtk_cb_is(cbor_map_handle(top)[i].key, names[k])) {
+                if (qtk__cb_is(cbor_map_handle(top)[i].key, names[k])) {
                     if (f[k]) st = qtk__err(QTK_E_FORMAT, "metadata: field '%s' appears twice", names[k]);
                     f[k] = cbor_map_handle(top)[i].value;
                 }
         if (!st && !f[0]) st = qtk__err(QTK_E_FORMAT, "metadata: no 'tensors' field");
     }
     if (!st) st = decode_tensors(c, f[0], meta_end, data_start, &tmp);
-    if (!st && f[1] && !qtk_cb_is_null(f[1])) st = decode_strings(c, f[1], &tmp);
-    if (!st && f[2] && !qtk_cb_is_null(f[2])) st = decode_scalars(c, f[2], &tmp);
+    if (!st && f[1] && !qtk__cb_is_null(f[1])) st = decode_strings(c, f[1], &tmp);
+    if (!st && f[2] && !qtk__cb_is_null(f[2])) st = decode_scalars(c, f[2], &tmp);
     cbor_decref(&root);
-    qtk_arena_free(&tmp);
+    qtk__arena_free(&tmp);
     if (st) return st;
     c->facts.header_bytes = data_start;
     c->facts.data_start = data_start;
@@ -313,8 +313,8 @@ static qtk_status bpk_parse(qtk_ckpt *c) {
     return QTK_OK;
 }
 
-static qtk_status bpk_begin(qtk_ckpt_writer *w) {
-    const qtk_ckpt_desc *d = w->desc;
+static qtk_status bpk_begin(qtk__ckpt_writer *w) {
+    const qtk__desc *d = w->desc;
     if (d->n_tensors > BPK_MAX_TENSORS)
         return qtk__err(QTK_E_UNSUPPORTED, "%zu tensors; Burn reads at most %u from one burnpack", d->n_tensors,
                         BPK_MAX_TENSORS);
@@ -325,7 +325,7 @@ static qtk_status bpk_begin(qtk_ckpt_writer *w) {
         if ((unsigned long long)t->nbytes > BPK_MAX_TENSOR_BYTES)
             return qtk__err(QTK_E_UNSUPPORTED, "tensor '%s' is %zu bytes; Burn reads tensors up to %llu bytes", t->name,
                             t->nbytes, BPK_MAX_TENSOR_BYTES);
-        size_t start = QTK_CKPT_ALIGN_UP(cursor, BPK_ALIGN);
+        size_t start = QTK__ALIGN_UP(cursor, BPK_ALIGN);
         if (start < cursor || !qtk__add_ok(start, t->nbytes, &cursor))
             return qtk__err(QTK_E_SHAPE, "the data section overflows size_t");
         w->offsets[i] = start;
@@ -333,7 +333,7 @@ static qtk_status bpk_begin(qtk_ckpt_writer *w) {
     w->data_end = cursor;
     uint8_t *meta = NULL;
     size_t msize = 0;
-    qtk_status st = qtk_bpk_encode_metadata(d, w->offsets, &meta, &msize);
+    qtk_status st = qtk__bpk_encode_metadata(d, w->offsets, &meta, &msize);
     if (st) return st;
     if (msize > BPK_MAX_METADATA) {
         free(meta);
@@ -343,10 +343,10 @@ static qtk_status bpk_begin(qtk_ckpt_writer *w) {
     memcpy(head, bpk_magic, 4);
     qtk__st16(head + 4, 1);
     qtk__st32(head + 6, (uint32_t)msize);
-    st = qtk_afile_write(&w->file, head, sizeof head);
-    if (!st) st = qtk_afile_write(&w->file, meta, msize);
+    st = qtk__afile_write(&w->file, head, sizeof head);
+    if (!st) st = qtk__afile_write(&w->file, meta, msize);
     size_t end = BPK_HEADER + msize;
-    if (!st) st = qtk_afile_zeros(&w->file, QTK_CKPT_ALIGN_UP(end, BPK_ALIGN) - end);
+    if (!st) st = qtk__afile_zeros(&w->file, QTK__ALIGN_UP(end, BPK_ALIGN) - end);
     free(meta);
     return st;
 }

@@ -72,7 +72,7 @@ static bool item_done(frame *stack, unsigned *depth) {
     return true;
 }
 
-qtk_status qtk_cbor_scan(const uint8_t *buf, size_t len, const qtk_cbor_limits *lim, size_t *used) {
+qtk_status qtk__cbor_scan(const uint8_t *buf, size_t len, const qtk__cbor_limits *lim, size_t *used) {
     frame *stack = malloc(((size_t)lim->max_depth + 1) * sizeof *stack);
     if (!stack) return qtk__err(QTK_E_NOMEM, "out of memory");
     struct cbor_callbacks cb = scan_callbacks();

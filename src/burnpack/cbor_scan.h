@@ -9,15 +9,15 @@
 
 #include "qtk.h"
 
-typedef struct qtk_cbor_limits {
+typedef struct qtk__cbor_limits {
     unsigned max_depth; /* containers and tags nested deeper fail (Burn: 128) */
     size_t max_items;   /* data items in total, every string chunk and break included */
-} qtk_cbor_limits;
+} qtk__cbor_limits;
 
 /* Checks that buf starts with one complete, well-formed CBOR item within the limits, in
  * which no definite array or map claims more entries than bytes remain. *used gets the
  * item's length (trailing bytes are the caller's business). Errors (QTK_E_FORMAT) give the
  * byte offset relative to buf. */
-qtk_status qtk_cbor_scan(const uint8_t *buf, size_t len, const qtk_cbor_limits *lim, size_t *used);
+qtk_status qtk__cbor_scan(const uint8_t *buf, size_t len, const qtk__cbor_limits *lim, size_t *used);
 
 #endif

@@ -190,9 +190,9 @@ static int bench_shape(const char *cmd, size_t N, size_t K, const machine *mc, b
         free(y);
         return cli_fail(cmd, QTK_OK, "out of memory for %s", shape);
     }
-    qtk_synth_weights(w, N, K, 0.02f, 64, 7);
-    qtk_rng r = {11};
-    for (size_t i = 0; i < MB * K; i++) x[i] = (float)qtk_rng_normal(&r);
+    cli_synth_weights(w, N, K, 0.02f, 64, 7);
+    cli_rng r = {11};
+    for (size_t i = 0; i < MB * K; i++) x[i] = (float)cli_rng_normal(&r);
     qtk_status st = QTK_OK;
     qtk_matmul_options o1 = {QTK_MM_NK, QTK_PRECISION_EXACT, 1};
 

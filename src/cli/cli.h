@@ -54,7 +54,7 @@ typedef struct cli_progress {
     double t0, last;
 } cli_progress;
 void cli_progress_init(cli_progress *p, const char *what);
-void cli_progress_update(void *ctx, const qtk_progress_info *pi); /* a qtk_progress_fn */
+void cli_progress_update(void *ctx, const qtk_progress *pi); /* a qtk_progress_fn */
 void cli_progress_end(cli_progress *p);
 double cli_now(void);
 /* "1.5 MiB" */
@@ -73,7 +73,7 @@ int cli_inspect_print_as(FILE *f, const char *path, bool json, const char *layou
 void cli_notices_print(FILE *f, const char *prefix, const char *const *tensor, const char *const *text, size_t n);
 
 /* Prints eval results as tables (qtk eval); summary: the totals only. */
-void cli_eval_print(FILE *f, const char *path, const qtk_eval_result *r, bool summary);
+void cli_eval_print(FILE *f, const char *path, const qtk__eval_result *r, bool summary);
 
 /* Commands */
 int cmd_quantize(int argc, char **argv);

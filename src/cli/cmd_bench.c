@@ -170,7 +170,7 @@ static int bench_size(const char *cmd, const bench_cfg *c, const char *const *sc
         free(q);
         return cli_fail(cmd, QTK_OK, "out of memory for %zu elements", n);
     }
-    qtk_synth_weights(x, rows, cols, 0.02f, 97, 7);
+    cli_synth_weights(x, rows, cols, 0.02f, 97, 7);
     memset(y, 0, n * sizeof(float));
     memset(q, 0, n * 4 + 4096);
     int runs = c->runs > 0 ? c->runs : n <= ((size_t)1 << 20) ? 50 : 5;

@@ -70,7 +70,7 @@ typedef struct {
     size_t n_notices;
 } convert_ctx;
 
-static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d) {
+static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk__decision *d) {
     convert_ctx *c = ctx;
     if (!c->verbose) return;
     char a[256], b[256], sb[128];
@@ -82,7 +82,7 @@ static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor 
 }
 
 /* Said whatever --verbose is: values that change form without the user naming it. */
-static void on_plan_notes(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d) {
+static void on_plan_notes(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk__decision *d) {
     if (in->decoded && d->act == QTK_ACT_KEEP)
         printf("  note: %s: ggml %s has no exact qtk scheme; written as F32 (ggml's dequantized values)\n", in->name,
                in->file_type ? in->file_type : "?");
@@ -167,25 +167,25 @@ int cmd_convert(int argc, char **argv) {
         if (help) fputs(usage, stdout);
         return rc;
     }
-    qtk_select sel;
-    qtk_select_init(&sel);
+    qtk__select sel;
+    qtk__select_init(&sel);
     qtk_status st = QTK_OK;
-    long threads = 0, min_el = QTK_SELECT_MIN_NUMEL;
+    long threads = 0, min_el = QTK__SELECT_MIN_NUMEL;
     if (npos != 2) rc = cli_usage_error(cmd, "expected IN and OUT");
     else if (threads_s && !cli_parse_int(threads_s, 1, 4096, &threads))
         rc = cli_usage_error(cmd, "--threads '%s' is not 1..4096", threads_s);
     else if (min_s && !cli_parse_int(min_s, 0, 0x7fffffffL, &min_el))
         rc = cli_usage_error(cmd, "--min-elements '%s' is not a count", min_s);
-    if (!rc && spec && (st = qtk_select_default(&sel, spec))) rc = cli_usage_error(cmd, "--scheme: %s", qtk_last_error());
-    if (!rc && only && (st = qtk_select_only(&sel, only))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
-    if (!rc && skip && (st = qtk_select_skip(&sel, skip))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    if (!rc && spec && (st = qtk__select_default(&sel, spec))) rc = cli_usage_error(cmd, "--scheme: %s", qtk_last_error());
+    if (!rc && only && (st = qtk__select_only(&sel, only))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    if (!rc && skip && (st = qtk__select_skip(&sel, skip))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
     for (int i = 0; !rc && i < n_rules; i++)
-        if ((st = qtk_select_rule(&sel, rules[i]))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+        if ((st = qtk__select_rule(&sel, rules[i]))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
     if (!rc && dtype) {
-        bool any_none = sel.dflt.kind == QTK_TARGET_NONE;
-        for (size_t i = 0; i < sel.n_rules; i++) any_none |= sel.rules[i].target.kind == QTK_TARGET_NONE;
+        bool any_none = sel.dflt.kind == QTK__TARGET_NONE;
+        for (size_t i = 0; i < sel.n_rules; i++) any_none |= sel.rules[i].target.kind == QTK__TARGET_NONE;
         if (!any_none) rc = cli_usage_error(cmd, "--dtype is for dequantized tensors: give it with --scheme none or a 'none' rule");
-        else if ((st = qtk_select_dtype(&sel, dtype))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+        else if ((st = qtk__select_dtype(&sel, dtype))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
     }
     qtk_hub_layout layout = QTK_LAYOUT_AUTO;
     size_t max_shard = 0;
@@ -194,12 +194,12 @@ int cmd_convert(int argc, char **argv) {
                              layout_s);
     if (!rc && shard_s && !parse_size(shard_s, &max_shard))
         rc = cli_usage_error(cmd, "--max-shard-size '%s' is not a size (5GB, 500MB, 1048576)", shard_s);
-    bool hub_out = layout != QTK_LAYOUT_AUTO || max_shard > 0 || qtk_hub_out_is_dir(pos[1]);
+    bool hub_out = layout != QTK_LAYOUT_AUTO || max_shard > 0 || qtk__hub_out_is_dir(pos[1]);
     if (!rc && !hub_out && qtk_ckpt_format_from_path(pos[1]) == QTK_CKPT_UNKNOWN)
         rc = cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk, .safetensors or .gguf, or give a directory",
                              pos[1]);
     if (rc) {
-        qtk_select_free(&sel);
+        qtk__select_free(&sel);
         free(rules);
         return rc;
     }
@@ -208,13 +208,13 @@ int cmd_convert(int argc, char **argv) {
 
     convert_ctx ctx = {.verbose = verbose};
     cli_progress_init(&ctx.bar, "convert");
-    qtk_convert_opts o = {.select = &sel, .force = force, .threads = (int)threads, .progress = cli_progress_update,
+    qtk__convert_opts o = {.select = &sel, .force = force, .threads = (int)threads, .progress = cli_progress_update,
                           .plan = on_plan_notes, .requantized = on_requantized, .ctx = &ctx, .layout = layout,
                           .max_shard_bytes = max_shard, .notice = on_notice};
     /* cli_progress_update reads the bar at the start of the context */
-    qtk_convert_stats s;
+    qtk__convert_stats s;
     double t0 = cli_now();
-    st = qtk_convert_file(pos[0], pos[1], &o, &s);
+    st = qtk__convert_file(pos[0], pos[1], &o, &s);
     double dt = cli_now() - t0;
     cli_progress_end(&ctx.bar);
     cli_notices_print(stderr, "qtk convert: note: ", ctx.tensor, ctx.text, ctx.n_notices);
@@ -234,7 +234,7 @@ int cmd_convert(int argc, char **argv) {
                cli_bytes((double)s.in_bytes, a, sizeof a), cli_bytes((double)s.out_bytes, b, sizeof b), dt,
                cli_bytes(dt > 0 ? (double)s.in_bytes / dt : 0.0, r, sizeof r));
     }
-    qtk_select_free(&sel);
+    qtk__select_free(&sel);
     free(rules);
     return rc;
 }

@@ -35,18 +35,18 @@ static const char *const demo_files[] = {"model.safetensors", "model-nvfp4.bpk",
                                          "model-nvfp4-again.bpk", "eval.svg"};
 
 static int step_convert(const char *in, const char *out, const char *spec) {
-    qtk_select sel;
-    qtk_select_init(&sel);
-    qtk_status st = spec ? qtk_select_default(&sel, spec) : QTK_OK;
-    qtk_convert_stats s;
+    qtk__select sel;
+    qtk__select_init(&sel);
+    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
+    qtk__convert_stats s;
     cli_progress bar;
     cli_progress_init(&bar, "convert");
-    qtk_convert_opts o = {.select = &sel, .force = 1, .progress = cli_progress_update, .ctx = &bar};
+    qtk__convert_opts o = {.select = &sel, .force = 1, .progress = cli_progress_update, .ctx = &bar};
     double t0 = cli_now();
-    if (!st) st = qtk_convert_file(in, out, &o, &s);
+    if (!st) st = qtk__convert_file(in, out, &o, &s);
     double dt = cli_now() - t0;
     cli_progress_end(&bar);
-    qtk_select_free(&sel);
+    qtk__select_free(&sel);
     if (st) return cli_fail("demo", st, "converting '%s'", in);
     char a[32], b[32];
     printf("%zu tensors: %zu quantized, %zu copied; tensor bytes %s -> %s (%.2f s)\n", s.tensors, s.quantized, s.kept,
@@ -57,16 +57,16 @@ static int step_convert(const char *in, const char *out, const char *spec) {
 static int same_files(const char *a, const char *b, bool *same, size_t *len) {
     uint8_t *x = NULL, *y = NULL;
     size_t nx = 0, ny = 0;
-    qtk_status st = qtk_io_read_file(a, &x, &nx);
-    if (!st) st = qtk_io_read_file(b, &y, &ny);
+    qtk_status st = qtk__io_read_file(a, &x, &nx);
+    if (!st) st = qtk__io_read_file(b, &y, &ny);
     *same = !st && nx == ny && memcmp(x, y, nx) == 0;
     *len = nx;
-    qtk_io_free(x);
-    qtk_io_free(y);
+    qtk__io_free(x);
+    qtk__io_free(y);
     return st ? cli_fail("demo", st, "comparing '%s' and '%s'", a, b) : CLI_OK;
 }
 
-static int run(const char *dir, const qtk_synth_config *cfg) {
+static int run(const char *dir, const cli_synth_config *cfg) {
     char p[5][1024];
     for (int i = 0; i < 5; i++) snprintf(p[i], sizeof p[i], "%s/%s", dir, demo_files[i]);
     size_t params = cfg->vocab * cfg->hidden * 2 + cfg->hidden +
@@ -76,7 +76,7 @@ static int run(const char *dir, const qtk_synth_config *cfg) {
            cfg->hidden, (double)params / 1e6);
     printf("$ qtk synth %s --layers %zu --hidden %zu --seed %llu\n", p[0], cfg->layers, cfg->hidden,
            (unsigned long long)cfg->seed);
-    qtk_status st = qtk_synth_checkpoint(p[0], QTK_CKPT_SAFETENSORS, cfg, 1);
+    qtk_status st = cli_synth_checkpoint(p[0], QTK_CKPT_SAFETENSORS, cfg, 1);
     if (st) return cli_fail("demo", st, "cannot write '%s'", p[0]);
     struct stat sb;
     if (stat(p[0], &sb) == 0) printf("wrote %lld bytes\n", (long long)sb.st_size);
@@ -106,18 +106,18 @@ static int run(const char *dir, const qtk_synth_config *cfg) {
     qtk_scheme s[N_EVAL];
     for (size_t j = 0; j < N_EVAL; j++)
         if ((st = qtk_scheme_parse(eval_schemes[j], &s[j]))) return cli_fail("demo", st, "scheme '%s'", eval_schemes[j]);
-    qtk_select sel;
-    qtk_select_init(&sel);
+    qtk__select sel;
+    qtk__select_init(&sel);
     cli_progress bar;
     cli_progress_init(&bar, "eval");
-    qtk_eval_result r;
-    st = qtk_eval_file(p[0], &sel, s, eval_schemes, N_EVAL, 0, cli_progress_update, &bar, &r);
+    qtk__eval_result r;
+    st = qtk__eval_file(p[0], &sel, s, eval_schemes, N_EVAL, 0, cli_progress_update, &bar, &r);
     cli_progress_end(&bar);
-    qtk_select_free(&sel);
+    qtk__select_free(&sel);
     if (st) return cli_fail("demo", st, "evaluating '%s'", p[0]);
     cli_eval_print(stdout, p[0], &r, true);
-    st = qtk_eval_svg(&r, p[4], 1);
-    qtk_eval_result_free(&r);
+    st = cli_eval_svg(&r, p[4], 1);
+    qtk__eval_result_free(&r);
     if (st) return cli_fail("demo", st, "cannot write the chart");
     printf("\nchart: %s\n", p[4]);
     return CLI_OK;
@@ -141,8 +141,8 @@ int cmd_demo(int argc, char **argv) {
         fputs(usage, stdout);
         return CLI_OK;
     }
-    qtk_synth_config cfg;
-    qtk_synth_default(&cfg);
+    cli_synth_config cfg;
+    cli_synth_default(&cfg);
     long v;
     if (layers_s) {
         if (!cli_parse_int(layers_s, 1, 1024, &v)) return cli_usage_error(cmd, "--layers '%s' is not 1..1024", layers_s);

@@ -67,7 +67,7 @@ int cmd_dequantize(int argc, char **argv) {
     uint8_t *in = NULL;
     size_t len = 0;
     void *out = NULL;
-    st = qtk_io_read_file(pos[0], &in, &len);
+    st = qtk__io_read_file(pos[0], &in, &len);
     if (st) {
         rc = cli_fail(cmd, st, "cannot read the input");
         goto done;
@@ -82,10 +82,10 @@ int cmd_dequantize(int argc, char **argv) {
         rc = cli_fail(cmd, st, "cannot dequantize '%s'", pos[0]);
         goto done;
     }
-    st = qtk_npy_write(pos[1], out, dt, shape, rank, 1);
+    st = cli_npy_write(pos[1], out, dt, shape, rank, 1);
     if (st) rc = cli_fail(cmd, st, "cannot write the output");
 done:
-    qtk_io_free(in);
+    qtk__io_free(in);
     free(out);
     return rc;
 }

@@ -41,7 +41,7 @@ static void print_header(FILE *f, const char *first) {
     fprintf(f, "  %-36s %8s %12s %12s %9s\n", first, "bits/el", "RMSE", "max|err|", "SQNR dB");
 }
 
-static void print_totals(FILE *f, const qtk_eval_result *r) {
+static void print_totals(FILE *f, const qtk__eval_result *r) {
     print_header(f, "total, per scheme");
     for (size_t j = 0; j < r->n_schemes; j++) {
         qtk_eval_cell tot;
@@ -52,7 +52,7 @@ static void print_totals(FILE *f, const qtk_eval_result *r) {
     }
 }
 
-void cli_eval_print(FILE *f, const char *path, const qtk_eval_result *r, bool summary) {
+void cli_eval_print(FILE *f, const char *path, const qtk__eval_result *r, bool summary) {
     size_t el = 0;
     for (size_t i = 0; i < r->n_rows; i++) el += r->rows[i].numel;
     fprintf(f, "qtk eval: %s: %zu tensors, %zu elements, %zu scheme%s\n\n", path, r->n_rows, el, r->n_schemes,
@@ -92,7 +92,7 @@ static void json_cell(FILE *f, const char *spec, const qtk_eval_cell *c, size_t 
     fputc('}', f);
 }
 
-static void print_json(FILE *f, const char *path, const qtk_eval_result *r) {
+static void print_json(FILE *f, const char *path, const qtk__eval_result *r) {
     fputs("{\"file\": ", f);
     cli_json_str(f, path);
     fputs(", \"schemes\": [", f);
@@ -149,10 +149,10 @@ int cmd_eval(int argc, char **argv) {
         if (help) fputs(usage, stdout);
         return rc;
     }
-    qtk_select sel;
-    qtk_select_init(&sel);
+    qtk__select sel;
+    qtk__select_init(&sel);
     qtk_scheme *schemes = calloc(n_specs ? (size_t)n_specs : 1, sizeof *schemes);
-    long threads = 0, min_el = QTK_SELECT_MIN_NUMEL;
+    long threads = 0, min_el = QTK__SELECT_MIN_NUMEL;
     if (!schemes) rc = cli_fail(cmd, QTK_OK, "out of memory");
     else if (npos != 1) rc = cli_usage_error(cmd, "expected one FILE");
     else if (n_specs == 0) rc = cli_usage_error(cmd, "give at least one --scheme");
@@ -162,8 +162,8 @@ int cmd_eval(int argc, char **argv) {
         rc = cli_usage_error(cmd, "--min-elements '%s' is not a count", min_s);
     for (int j = 0; !rc && j < n_specs; j++)
         if (qtk_scheme_parse(specs[j], &schemes[j])) rc = cli_usage_error(cmd, "--scheme: %s", qtk_last_error());
-    if (!rc && only && qtk_select_only(&sel, only)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
-    if (!rc && skip && qtk_select_skip(&sel, skip)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    if (!rc && only && qtk__select_only(&sel, only)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    if (!rc && skip && qtk__select_skip(&sel, skip)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
     if (!rc && plot && !force) {
         FILE *exists = fopen(plot, "rb");
         if (exists) {
@@ -172,7 +172,7 @@ int cmd_eval(int argc, char **argv) {
         }
     }
     if (rc) {
-        qtk_select_free(&sel);
+        qtk__select_free(&sel);
         free(schemes);
         free(specs);
         return rc;
@@ -181,8 +181,8 @@ int cmd_eval(int argc, char **argv) {
     if (threads) qtk_set_threads((int)threads);
     cli_progress bar;
     cli_progress_init(&bar, "eval");
-    qtk_eval_result r;
-    qtk_status st = qtk_eval_file(pos[0], &sel, schemes, specs, (size_t)n_specs, (int)threads, cli_progress_update, &bar, &r);
+    qtk__eval_result r;
+    qtk_status st = qtk__eval_file(pos[0], &sel, schemes, specs, (size_t)n_specs, (int)threads, cli_progress_update, &bar, &r);
     cli_progress_end(&bar);
     if (st) {
         rc = cli_fail(cmd, st, "'%s'", pos[0]);
@@ -190,13 +190,13 @@ int cmd_eval(int argc, char **argv) {
         if (json) print_json(stdout, pos[0], &r);
         else cli_eval_print(stdout, pos[0], &r, summary);
         if (plot) {
-            st = qtk_eval_svg(&r, plot, force);
+            st = cli_eval_svg(&r, plot, force);
             if (st) rc = cli_fail(cmd, st, "cannot write the chart");
             else if (!json) printf("\nchart: %s\n", plot);
         }
-        qtk_eval_result_free(&r);
+        qtk__eval_result_free(&r);
     }
-    qtk_select_free(&sel);
+    qtk__select_free(&sel);
     free(schemes);
     free(specs);
     return rc;

@@ -37,7 +37,7 @@ static const char *type_of(const qtk_ckpt_tensor *t, char *buf, size_t cap) {
 }
 
 static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     qtk_ckpt_facts fx;
     qtk_ckpt_facts_of(c, &fx);
     char buf[256];
@@ -46,7 +46,7 @@ static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
     fprintf(f, ", \"format\": \"%s\", \"file_bytes\": %zu, \"data_start\": %zu, ",
             qtk_ckpt_format_name(qtk_ckpt_format_of(c)), fx.file_bytes, fx.data_start);
     qtk_hub_info hi;
-    qtk_hub_info_of(c, &hi);
+    qtk_ckpt_hub_info(c, &hi);
     fprintf(f, "\"layout\": \"%s\", \"detected_by\": ", qtk_hub_layout_name(hi.layout));
     cli_json_str(f, hi.detected_by ? hi.detected_by : "");
     fputs(", \"config_file\": ", f);
@@ -84,7 +84,7 @@ static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
         fputs(", \"shape\": [", f);
         for (int k = 0; k < t->rank; k++) fprintf(f, k ? ", %zu" : "%zu", t->shape[k]);
         fprintf(f, "], \"numel\": %zu, \"bytes\": %zu, \"offset\": %zu", t->numel, t->nbytes, qtk_ckpt_offset_of(c, i));
-        if (hi.n_shards > 1) fprintf(f, ", \"shard\": %zu", qtk_hub_shard_of(c, i));
+        if (hi.n_shards > 1) fprintf(f, ", \"shard\": %zu", qtk_ckpt_shard_of(c, i));
         if (t->file_type) {
             fputs(", \"file_type\": ", f);
             cli_json_str(f, t->file_type);
@@ -116,7 +116,7 @@ static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
 }
 
 static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
-    const qtk_ckpt_desc *d = qtk_ckpt_desc_of(c);
+    const qtk__desc *d = qtk__ckpt_desc(c);
     qtk_ckpt_facts fx;
     qtk_ckpt_facts_of(c, &fx);
     char tb[256], sb[128], hb[32];
@@ -124,7 +124,7 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
     fprintf(f, "format    %s (%s)\n", qtk_ckpt_format_name(qtk_ckpt_format_of(c)), fx.note);
     fprintf(f, "size      %zu bytes (%s)\n", fx.file_bytes, cli_bytes((double)fx.file_bytes, hb, sizeof hb));
     qtk_hub_info hi;
-    qtk_hub_info_of(c, &hi);
+    qtk_ckpt_hub_info(c, &hi);
     if (qtk_ckpt_format_of(c) == QTK_CKPT_SAFETENSORS) {
         fprintf(f, "layout    %s (%s)\n", qtk_hub_layout_name(hi.layout), hi.detected_by ? hi.detected_by : "");
         if (hi.quant_config) fprintf(f, "config    %s: %s\n", hi.config_file, hi.quant_config);
@@ -152,7 +152,7 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
         size_t bytes = t->file_type ? t->file_bytes : t->nbytes; /* what the file holds */
         double bpe = t->numel ? (double)bytes * 8.0 / (double)t->numel : 0.0;
         char off[48];
-        if (hi.n_shards > 1) snprintf(off, sizeof off, "%zu:%zu", qtk_hub_shard_of(c, i), qtk_ckpt_offset_of(c, i));
+        if (hi.n_shards > 1) snprintf(off, sizeof off, "%zu:%zu", qtk_ckpt_shard_of(c, i), qtk_ckpt_offset_of(c, i));
         else snprintf(off, sizeof off, "%zu", qtk_ckpt_offset_of(c, i));
         fprintf(f, "%-*s  ", nw, t->name);
         if (fw) fprintf(f, "%-*s  ", fw, t->file_type ? t->file_type : "");
@@ -206,7 +206,7 @@ int cli_inspect_print_as(FILE *f, const char *path, bool json, const char *layou
         return cli_usage_error("inspect", "--layout '%s' is not one of none, qtk, gpt-oss, modelopt, compressed-tensors, "
                                "deepseek, bnb", layout_s);
     qtk_ckpt *c = NULL;
-    qtk_status st = qtk_hub_open(path, layout, &c);
+    qtk_status st = qtk__hub_open(path, layout, &c);
     if (st) return cli_fail("inspect", st, "cannot read the checkpoint");
     if (json) print_json(f, c, path);
     else print_text(f, c, path);

@@ -95,13 +95,13 @@ int cmd_matmul(int argc, char **argv) {
     if (st) return cli_fail(cmd, st, "--scheme");
 
     const char *xpath = pos[wbin ? 0 : 1], *ypath = pos[wbin ? 1 : 2];
-    qtk_npy wn = {0}, xn = {0}, bn = {0};
+    cli_npy wn = {0}, xn = {0}, bn = {0};
     uint8_t *wb = NULL;
     float *y = NULL;
     qtk_tensor *t = NULL;
     if (wbin) {
         size_t len = 0;
-        st = qtk_io_read_file(wbin, &wb, &len);
+        st = qtk__io_read_file(wbin, &wb, &len);
         if (st) {
             rc = cli_fail(cmd, st, "cannot read --weights-bin");
             goto done;
@@ -112,7 +112,7 @@ int cmd_matmul(int argc, char **argv) {
             goto done;
         }
     } else {
-        st = qtk_npy_read(pos[0], &wn);
+        st = cli_npy_read(pos[0], &wn);
         if (st) {
             rc = cli_fail(cmd, st, "cannot read the weights");
             goto done;
@@ -131,7 +131,7 @@ int cmd_matmul(int argc, char **argv) {
     }
     const qtk_layout *L = qtk_tensor_layout(t);
     size_t N = o.layout == QTK_MM_NK ? L->shape[0] : L->shape[1], K = o.layout == QTK_MM_NK ? L->shape[1] : L->shape[0];
-    st = qtk_npy_read(xpath, &xn);
+    st = cli_npy_read(xpath, &xn);
     if (st) {
         rc = cli_fail(cmd, st, "cannot read the activations");
         goto done;
@@ -150,7 +150,7 @@ int cmd_matmul(int argc, char **argv) {
         goto done;
     }
     if (bias_path) {
-        st = qtk_npy_read(bias_path, &bn);
+        st = cli_npy_read(bias_path, &bn);
         if (st) {
             rc = cli_fail(cmd, st, "cannot read --bias");
             goto done;
@@ -174,14 +174,14 @@ int cmd_matmul(int argc, char **argv) {
     }
     size_t yshape[2] = {M, N};
     /* the contract: Y is [M, N], M = 1 for a one-row X given as [K] */
-    st = qtk_npy_write(ypath, y, QTK_DTYPE_F32, yshape, 2, 1);
+    st = cli_npy_write(ypath, y, QTK_DTYPE_F32, yshape, 2, 1);
     if (st) rc = cli_fail(cmd, st, "cannot write the output");
 done:
     qtk_tensor_free(t);
-    qtk_io_free(wb);
+    qtk__io_free(wb);
     free(y);
-    qtk_npy_free(&wn);
-    qtk_npy_free(&xn);
-    qtk_npy_free(&bn);
+    cli_npy_free(&wn);
+    cli_npy_free(&xn);
+    cli_npy_free(&bn);
     return rc;
 }

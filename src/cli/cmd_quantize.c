@@ -68,15 +68,15 @@ int cmd_quantize(int argc, char **argv) {
     qtk_status st = qtk_scheme_parse(spec, &s);
     if (st) return cli_fail(cmd, st, "--scheme");
 
-    qtk_npy in = {0}, sc = {0};
+    cli_npy in = {0}, sc = {0};
     uint8_t *out = NULL;
-    st = qtk_npy_read(pos[0], &in);
+    st = cli_npy_read(pos[0], &in);
     if (st) {
         rc = cli_fail(cmd, st, "cannot read the input");
         goto done;
     }
     if (scales_path) {
-        st = qtk_npy_read(scales_path, &sc);
+        st = cli_npy_read(scales_path, &sc);
         if (st) {
             rc = cli_fail(cmd, st, "cannot read --scales");
             goto done;
@@ -111,11 +111,11 @@ int cmd_quantize(int argc, char **argv) {
         rc = cli_fail(cmd, st, "cannot quantize '%s'", pos[0]);
         goto done;
     }
-    st = qtk_io_write_file(pos[1], out, L.total_bytes, 1);
+    st = qtk__io_write_file(pos[1], out, L.total_bytes, 1);
     if (st) rc = cli_fail(cmd, st, "cannot write the output");
 done:
     free(out);
-    qtk_npy_free(&in);
-    qtk_npy_free(&sc);
+    cli_npy_free(&in);
+    cli_npy_free(&sc);
     return rc;
 }

@@ -41,8 +41,8 @@ int cmd_synth(int argc, char **argv) {
         return CLI_OK;
     }
     if (npos != 1) return cli_usage_error(cmd, "expected OUT");
-    qtk_synth_config c;
-    qtk_synth_default(&c);
+    cli_synth_config c;
+    cli_synth_default(&c);
     size_t *dims[5] = {&c.layers, &c.hidden, &c.ffn, &c.kv, &c.vocab};
     for (int i = 0; i < 5; i++) {
         long x;
@@ -63,7 +63,7 @@ int cmd_synth(int argc, char **argv) {
     }
     qtk_ckpt_format fmt = qtk_ckpt_format_from_path(pos[0]);
     if (fmt == QTK_CKPT_UNKNOWN) return cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk, .safetensors or .gguf", pos[0]);
-    qtk_status st = qtk_synth_checkpoint(pos[0], fmt, &c, force);
+    qtk_status st = cli_synth_checkpoint(pos[0], fmt, &c, force);
     if (st) return cli_fail(cmd, st, "cannot write '%s'", pos[0]);
     return CLI_OK;
 }

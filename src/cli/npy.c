@@ -11,7 +11,7 @@
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
 
-void qtk_npy_free(qtk_npy *a) {
+void cli_npy_free(cli_npy *a) {
     if (!a) return;
     free(a->data);
     memset(a, 0, sizeof *a);
@@ -51,7 +51,7 @@ static bool parse_str(cursor *c, char *out, size_t cap) {
 
 static qtk_status hdr_err(const char *what) { return qtk__err(QTK_E_FORMAT, "malformed .npy header: %s", what); }
 
-qtk_status qtk_npy_parse(const uint8_t *buf, size_t len, qtk_npy *out) {
+qtk_status cli_npy_parse(const uint8_t *buf, size_t len, cli_npy *out) {
     memset(out, 0, sizeof *out);
     if (len < 10 || memcmp(buf, npy_magic, 6) != 0)
         return qtk__err(QTK_E_FORMAT, "not a .npy file (no \\x93NUMPY magic)");
@@ -161,19 +161,19 @@ qtk_status qtk_npy_parse(const uint8_t *buf, size_t len, qtk_npy *out) {
     return QTK_OK;
 }
 
-qtk_status qtk_npy_read(const char *path, qtk_npy *out) {
+qtk_status cli_npy_read(const char *path, cli_npy *out) {
     uint8_t *buf;
     size_t len;
     memset(out, 0, sizeof *out);
-    qtk_status st = qtk_io_read_file(path, &buf, &len);
+    qtk_status st = qtk__io_read_file(path, &buf, &len);
     if (st) return st;
-    st = qtk_npy_parse(buf, len, out);
-    qtk_io_free(buf);
+    st = cli_npy_parse(buf, len, out);
+    qtk__io_free(buf);
     if (st) return qtk__err_context(st, "%s", path);
     return QTK_OK;
 }
 
-qtk_status qtk_npy_build(const void *data, qtk_dtype dtype, const size_t *shape, int rank, uint8_t **out,
+qtk_status cli_npy_build(const void *data, qtk_dtype dtype, const size_t *shape, int rank, uint8_t **out,
                          size_t *out_len) {
     const char *descr;
     size_t esize;
@@ -211,13 +211,13 @@ qtk_status qtk_npy_build(const void *data, qtk_dtype dtype, const size_t *shape,
     return QTK_OK;
 }
 
-qtk_status qtk_npy_write(const char *path, const void *data, qtk_dtype dtype, const size_t *shape, int rank,
+qtk_status cli_npy_write(const char *path, const void *data, qtk_dtype dtype, const size_t *shape, int rank,
                          int force) {
     uint8_t *b;
     size_t n;
-    qtk_status st = qtk_npy_build(data, dtype, shape, rank, &b, &n);
+    qtk_status st = cli_npy_build(data, dtype, shape, rank, &b, &n);
     if (st) return st;
-    st = qtk_io_write_file(path, b, n, force);
+    st = qtk__io_write_file(path, b, n, force);
     free(b);
     return st;
 }

@@ -30,7 +30,7 @@ const char *cli_bytes(double b, char *buf, size_t cap) {
     return buf;
 }
 
-void cli_progress_update(void *ctx, const qtk_progress_info *pi) {
+void cli_progress_update(void *ctx, const qtk_progress *pi) {
     cli_progress *p = ctx;
     if (!p || !p->on) return;
     double t = now_s();

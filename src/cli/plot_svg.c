@@ -60,7 +60,7 @@ static const char *const palette[] = {"#1f77b4", "#d62728", "#2ca02c", "#ff7f0e"
                                       "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf"};
 #define N_COLORS (sizeof palette / sizeof palette[0])
 
-qtk_status qtk_eval_svg(const qtk_eval_result *r, const char *path, int force) {
+qtk_status cli_eval_svg(const qtk__eval_result *r, const char *path, int force) {
     const double top = 48, plot_h = 320, legend_w = 330;
     double step = r->n_rows > 1 ? (r->n_rows > 40 ? 14.0 : 28.0) : 28.0;
     /* room for the tensor names, written at -60 degrees below the axis (~5.6 px a character
@@ -157,7 +157,7 @@ qtk_status qtk_eval_svg(const qtk_eval_result *r, const char *path, int force) {
 #undef XPOS
 #undef YPOS
     qtk_status st = b.oom ? qtk__err(QTK_E_NOMEM, "out of memory building the chart")
-                          : qtk_io_write_file(path, b.p, b.len, force);
+                          : qtk__io_write_file(path, b.p, b.len, force);
     free(b.p);
     return st;
 }

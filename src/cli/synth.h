@@ -6,18 +6,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
-typedef struct qtk_rng {
+typedef struct cli_rng {
     uint64_t s;
-} qtk_rng;
+} cli_rng;
 
-uint64_t qtk_rng_next(qtk_rng *r);
+uint64_t cli_rng_next(cli_rng *r);
 /* Uniform in [0, 1). */
-double qtk_rng_uniform(qtk_rng *r);
+double cli_rng_uniform(cli_rng *r);
 /* Standard normal. */
-double qtk_rng_normal(qtk_rng *r);
+double cli_rng_normal(cli_rng *r);
 
 /* rows x cols weights, N(0, std^2) with every outlier_every-th column (0: none) scaled by
  * a factor between 8 and 20. Same seed, same values, on every machine. */
-void qtk_synth_weights(float *x, size_t rows, size_t cols, float std, size_t outlier_every, uint64_t seed);
+void cli_synth_weights(float *x, size_t rows, size_t cols, float std, size_t outlier_every, uint64_t seed);
 
 #endif

@@ -9,8 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-void qtk_synth_default(qtk_synth_config *c) {
-    *c = (qtk_synth_config){.layers = 4, .hidden = 512, .ffn = 1536, .kv = 128, .vocab = 4096,
+void cli_synth_default(cli_synth_config *c) {
+    *c = (cli_synth_config){.layers = 4, .hidden = 512, .ffn = 1536, .kv = 128, .vocab = 4096,
                             .elem = QTK_ELEM_BF16, .seed = 42};
 }
 
@@ -22,17 +22,17 @@ typedef struct {
     uint64_t seed;
 } recipe;
 
-static qtk_status add(qtk_ckpt_desc *d, recipe *r, const qtk_synth_config *c, const char *name, kind k, size_t rows,
+static qtk_status add(qtk__desc *d, recipe *r, const cli_synth_config *c, const char *name, kind k, size_t rows,
                       size_t cols, float std) {
     size_t shape[2] = {rows, cols};
-    qtk_status st = qtk_ckpt_desc_add_raw(d, name, c->elem, shape, k == KIND_MATRIX ? 2 : 1, NULL);
+    qtk_status st = qtk__desc_add_raw(d, name, c->elem, shape, k == KIND_MATRIX ? 2 : 1, NULL);
     if (st) return st;
     /* each tensor has its own seed, so a tensor's values do not depend on its neighbours */
     r[d->n_tensors - 1] = (recipe){k, std, c->seed * 1000003u + d->n_tensors};
     return QTK_OK;
 }
 
-static qtk_status describe(const qtk_synth_config *c, qtk_ckpt_desc *d, recipe *r) {
+static qtk_status describe(const cli_synth_config *c, qtk__desc *d, recipe *r) {
     char nm[128];
     size_t h = c->hidden;
     /* init scales in the usual range: ~1/sqrt(fan-in), a little wider for embeddings */
@@ -71,12 +71,12 @@ static qtk_status describe(const qtk_synth_config *c, qtk_ckpt_desc *d, recipe *
 static void fill(const recipe *r, const qtk_ckpt_tensor *t, float *x) {
     if (r->k == KIND_MATRIX) {
         /* every 97th input channel is an outlier channel, 8-20x the bulk */
-        qtk_synth_weights(x, t->shape[0], t->shape[1], r->std, 97, r->seed);
+        cli_synth_weights(x, t->shape[0], t->shape[1], r->std, 97, r->seed);
         return;
     }
-    qtk_rng g = {r->seed};
+    cli_rng g = {r->seed};
     for (size_t i = 0; i < t->numel; i++) {
-        double v = qtk_rng_normal(&g) * r->std;
+        double v = cli_rng_normal(&g) * r->std;
         x[i] = (float)(r->k == KIND_NORM ? 1.0 + v : v);
     }
 }
@@ -89,40 +89,40 @@ static void encode(qtk_elem e, const float *x, size_t n, uint8_t *out) {
     }
 }
 
-qtk_status qtk_synth_checkpoint(const char *path, qtk_ckpt_format fmt, const qtk_synth_config *c, int force) {
+qtk_status cli_synth_checkpoint(const char *path, qtk_ckpt_format fmt, const cli_synth_config *c, int force) {
     if (c->elem != QTK_ELEM_F32 && c->elem != QTK_ELEM_F16 && c->elem != QTK_ELEM_BF16)
         return qtk__err(QTK_E_ARG, "synthetic weights are F32, F16 or BF16, not %s", qtk_elem_name(c->elem));
     if (!c->layers || !c->hidden || !c->ffn || !c->kv || !c->vocab)
         return qtk__err(QTK_E_ARG, "every model dimension must be at least 1");
-    qtk_ckpt_desc d;
-    qtk_ckpt_desc_init(&d);
+    qtk__desc d;
+    qtk__desc_init(&d);
     size_t n_max = 3 + 12 * c->layers;
     recipe *r = calloc(n_max, sizeof *r);
     float *x = NULL;
     uint8_t *bytes = NULL;
-    qtk_ckpt_writer *w = NULL;
+    qtk__ckpt_writer *w = NULL;
     qtk_status st = r ? describe(c, &d, r) : qtk__err(QTK_E_NOMEM, "out of memory");
-    if (!st) st = qtk_ckpt_desc_add_meta(&d, "producer", "qtk synth");
+    if (!st) st = qtk__desc_add_meta(&d, "producer", "qtk synth");
     size_t biggest = 0;
     for (size_t i = 0; i < d.n_tensors; i++)
         if (d.tensors[i].numel > biggest) biggest = d.tensors[i].numel;
     if (!st && (biggest > SIZE_MAX / sizeof(float) || !(x = malloc(biggest * sizeof(float))) ||
                 !(bytes = malloc(biggest * sizeof(float)))))
         st = qtk__err(QTK_E_NOMEM, "out of memory for a %zu-element tensor", biggest);
-    if (!st) st = qtk_ckpt_writer_open(path, fmt, &d, force, &w);
+    if (!st) st = qtk__ckpt_writer_open(path, fmt, &d, force, &w);
     for (size_t i = 0; i < d.n_tensors && !st; i++) {
         fill(&r[i], &d.tensors[i], x);
         encode(c->elem, x, d.tensors[i].numel, bytes);
-        st = qtk_ckpt_writer_put(w, bytes, d.tensors[i].nbytes);
+        st = qtk__ckpt_writer_put(w, bytes, d.tensors[i].nbytes);
     }
     if (!st) {
-        st = qtk_ckpt_writer_commit(w);
+        st = qtk__ckpt_writer_commit(w);
         w = NULL;
     }
-    qtk_ckpt_writer_abort(w);
+    qtk__ckpt_writer_abort(w);
     free(x);
     free(bytes);
     free(r);
-    qtk_ckpt_desc_free(&d);
+    qtk__desc_free(&d);
     return st;
 }

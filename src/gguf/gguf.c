@@ -129,7 +129,7 @@ typedef struct {
 } pending_pid;
 
 typedef struct {
-    qtk_arena tmp;
+    qtk__arena tmp;
     kv_key *keys;
     pending_pid *pids;
     size_t n_pids;
@@ -151,13 +151,13 @@ static bool take_qtk_kv(qtk_ckpt *c, kv_state *ks, const char *key, uint32_t typ
         else if (type == GGUF_F64) s.kind = QTK_SCALAR_FLOAT, memcpy(&s.f, &u, 8);
         else if (type == GGUF_BOOL) s.kind = QTK_SCALAR_BOOL, s.b = u != 0;
         else return false;
-        *st = qtk_ckpt_desc_add_scalar(&c->desc, &s);
+        *st = qtk__desc_add_scalar(&c->desc, &s);
         return true;
     }
     if (strncmp(key, PARAM_PREFIX, strlen(PARAM_PREFIX)) == 0 && type == GGUF_U64) {
         pending_pid *p = &ks->pids[ks->n_pids++];
-        p->key = qtk_arena_strdup(&ks->tmp, key);
-        p->text = qtk_arena_strdup(&ks->tmp, text);
+        p->key = qtk__arena_strdup(&ks->tmp, key);
+        p->text = qtk__arena_strdup(&ks->tmp, text);
         p->id = ld64(val);
         if (!p->key || !p->text) *st = qtk__err(QTK_E_NOMEM, "out of memory");
         return true;
@@ -188,7 +188,7 @@ static qtk_status parse_kvs(qtk_ckpt *c, gguf_cur *cur, uint64_t n_kv, kv_state 
             st = qtk__err(QTK_E_FORMAT, "%s: the key (%" PRIu64 " bytes) is not valid UTF-8 or holds a NUL", what, kn);
             break;
         }
-        char *key = qtk_arena_strndup(&ks->tmp, (const char *)ks_p, (size_t)kn);
+        char *key = qtk__arena_strndup(&ks->tmp, (const char *)ks_p, (size_t)kn);
         if (!key) {
             st = qtk__err(QTK_E_NOMEM, "out of memory");
             break;
@@ -220,7 +220,7 @@ static qtk_status parse_kvs(qtk_ckpt *c, gguf_cur *cur, uint64_t n_kv, kv_state 
             ks->align = a;
         }
         if (!take_qtk_kv(c, ks, key, type, val, text.p ? text.p : "", &st))
-            st = qtk_ckpt_desc_add_meta(&c->desc, key, text.p ? text.p : "");
+            st = qtk__desc_add_meta(&c->desc, key, text.p ? text.p : "");
     }
     qtk__gguf_text_free(&text);
     if (st) return st;
@@ -249,7 +249,7 @@ typedef struct {
     size_t g_index;       /* NVFP4 with a companion: its info index, else SIZE_MAX */
 } tinfo;
 
-static qtk_status parse_info(gguf_cur *cur, uint64_t i, qtk_arena *a, tinfo *t) {
+static qtk_status parse_info(gguf_cur *cur, uint64_t i, qtk__arena *a, tinfo *t) {
     char what[160];
     snprintf(what, sizeof what, "tensor info %" PRIu64 " (at offset %zu)", i, cur->pos);
     memset(t, 0, sizeof *t);
@@ -265,7 +265,7 @@ static qtk_status parse_info(gguf_cur *cur, uint64_t i, qtk_arena *a, tinfo *t) 
     if (!qtk__utf8_ok((const char *)s, (size_t)n))
         return qtk__err(QTK_E_FORMAT, "%s: the name (%" PRIu64 " bytes at offset %zu) is not valid UTF-8 or holds a NUL", what, n,
                         cur->pos - (size_t)n);
-    if (!(t->name = qtk_arena_strndup(a, (const char *)s, (size_t)n))) return qtk__err(QTK_E_NOMEM, "out of memory");
+    if (!(t->name = qtk__arena_strndup(a, (const char *)s, (size_t)n))) return qtk__err(QTK_E_NOMEM, "out of memory");
     snprintf(what, sizeof what, "tensor '%s'", t->name);
     if ((st = read_u32(cur, what, &t->n_dims))) return st;
     if (t->n_dims > GGUF_MAX_DIMS)
@@ -280,7 +280,7 @@ static qtk_status parse_info(gguf_cur *cur, uint64_t i, qtk_arena *a, tinfo *t) 
     const gguf_type *ty = qtk__gguf_type(t->type);
     if (!ty)
         return qtk__err(QTK_E_FORMAT, "%s: unknown ggml type %u at offset %zu (ggml d99724f2 defines 0..%d)", what, t->type,
-                        cur->pos - 4, QTK_GGUF_TYPE_COUNT - 1);
+                        cur->pos - 4, QTK__GGUF_TYPE_COUNT - 1);
     if (ty->kind == GK_REMOVED)
         return qtk__err(QTK_E_FORMAT, "%s: ggml type %u was removed from ggml (an old Q4_2/Q4_3 or repacked Q4_0/IQ4_NL id)", what,
                         t->type);
@@ -363,7 +363,7 @@ static qtk_status check_layout(tinfo *t, size_t n, tinfo **by_off, size_t data_s
             return qtk__err(QTK_E_FORMAT,
                             "truncated: tensor '%s' (%s, %zu bytes at data offset %" PRIu64 ", file offset %zu + %" PRIu64
                             ") runs past the end of the file (%zu bytes)",
-                            t[i].name, qtk_gguf_type_name(t[i].type), t[i].nbytes, t[i].offset, data_start, t[i].offset, len);
+                            t[i].name, qtk__gguf_type_name(t[i].type), t[i].nbytes, t[i].offset, data_start, t[i].offset, len);
         by_off[i] = &t[i];
     }
     qsort(by_off, n, sizeof *by_off, cmp_offset);
@@ -387,9 +387,9 @@ static qtk_status describe(qtk_ckpt *c, const tinfo *t, const tinfo *all, gguf_r
     if (ty->kind == GK_EXACT) {
         qtk_scheme s;
         st = qtk_scheme_parse(t->g_index != SIZE_MAX ? "nvfp4" : ty->spec, &s);
-        if (!st) st = qtk_ckpt_desc_add_quantized(&c->desc, t->name, &s, shape, rank, &dt);
+        if (!st) st = qtk__desc_add_quantized(&c->desc, t->name, &s, shape, rank, &dt);
     } else {
-        st = qtk_ckpt_desc_add_raw(&c->desc, t->name, ty->elem, shape, rank, &dt);
+        st = qtk__desc_add_raw(&c->desc, t->name, ty->elem, shape, rank, &dt);
     }
     if (st) return st;
     dt->file_type = ty->name;
@@ -419,7 +419,7 @@ static qtk_status apply_pids(qtk_ckpt *c, const kv_state *ks, tinfo **by_name, s
                 done = true;
             }
         if (!done) {
-            qtk_status st = qtk_ckpt_desc_add_meta(&c->desc, p->key, p->text);
+            qtk_status st = qtk__desc_add_meta(&c->desc, p->key, p->text);
             if (st) return st;
         }
     }
@@ -487,7 +487,7 @@ static qtk_status gguf_parse(qtk_ckpt *c) {
     if (!st) st = build(c, &cur, n_tensors, &ks, r);
     free(ks.keys);
     free(ks.pids);
-    qtk_arena_free(&ks.tmp);
+    qtk__arena_free(&ks.tmp);
     if (st) return st;
     snprintf(c->facts.note, sizeof c->facts.note, "GGUF v%u, %" PRIu64 " KVs, %" PRIu64 " tensor infos, alignment %u, data at byte %zu",
              version, n_kv, n_tensors, ks.align, c->facts.data_start);

@@ -5,22 +5,22 @@
 
 #include "io/checkpoint.h"
 
-#define QTK_GGUF_TYPE_COUNT 43 /* GGML_TYPE_COUNT at ggml d99724f2 */
+#define QTK__GGUF_TYPE_COUNT 43 /* GGML_TYPE_COUNT at ggml d99724f2 */
 
 /* Carries a tensor's ggml type through formats that have no place for it (burnpack,
  * safetensors): metadata "qtk:file_type:NAME" = "Q5_0". `qtk convert` writes it for every
  * tensor it copies from a GGUF file and the GGUF writer takes it as the hint for which ggml
  * type to write, so GGUF -> bpk -> GGUF gives the same ggml types and bytes. */
-#define QTK_META_FILE_TYPE "qtk:file_type:"
+#define QTK__META_FILE_TYPE "qtk:file_type:"
 
 /* "Q4_K", "F32", ...; NULL for an id ggml does not define (or retired). */
-const char *qtk_gguf_type_name(uint32_t id);
+const char *qtk__gguf_type_name(uint32_t id);
 /* The id of a type name (case-insensitive), or -1. */
-int qtk_gguf_type_id(const char *name);
+int qtk__gguf_type_id(const char *name);
 
 /* true if the GGUF writer can write tensor t (its description: scheme or element type,
  * shape) without changing a value; hint is a ggml type name or NULL. On false, why says
  * what stands in the way. */
-bool qtk_gguf_writable(const qtk_ckpt_tensor *t, const char *hint, char *why, size_t cap);
+bool qtk__gguf_writable(const qtk_ckpt_tensor *t, const char *hint, char *why, size_t cap);
 
 #endif

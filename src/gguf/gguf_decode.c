@@ -120,7 +120,7 @@ qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nb, float 
     case 12: return dec_q45_k(src, nb, dst, off, false);
     case 13: return dec_q45_k(src, nb, dst, off, true);
     default: {
-        const char *tn = qtk_gguf_type_name(type);
+        const char *tn = qtk__gguf_type_name(type);
         return qtk__err(QTK_E_UNSUPPORTED,
                         "ggml type %s (%u) uses lattice codebooks that qtk does not decode; convert it with "
                         "llama.cpp first (llama-quantize to Q8_0, Q4_0 or a K-quant)",

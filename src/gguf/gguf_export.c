@@ -108,7 +108,7 @@ int qtk__gguf_choose(const qtk_ckpt_tensor *t, const char *hint, bool *companion
         snprintf(why, cap, "%s", qtk_last_error());
         return -1;
     }
-    int h = qtk_gguf_type_id(hint);
+    int h = qtk__gguf_type_id(hint);
     if (h >= 0 && fits(h, &t->scheme, &L, companion)) return h;
     static const int defaults[] = {T_Q8_0, T_Q4_0, T_IQ4_NL, T_MXFP4, T_NVFP4, T_Q2_0};
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
@@ -123,7 +123,7 @@ int qtk__gguf_choose(const qtk_ckpt_tensor *t, const char *hint, bool *companion
     return -1;
 }
 
-bool qtk_gguf_writable(const qtk_ckpt_tensor *t, const char *hint, char *why, size_t cap) {
+bool qtk__gguf_writable(const qtk_ckpt_tensor *t, const char *hint, char *why, size_t cap) {
     bool comp;
     char buf[8];
     return qtk__gguf_choose(t, hint, &comp, why ? why : buf, why ? cap : sizeof buf) >= 0;

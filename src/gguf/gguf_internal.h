@@ -45,7 +45,7 @@ typedef struct gguf_type {
     const char *spec;   /* GK_EXACT: the scheme its tensors read as */
 } gguf_type;
 
-/* NULL for ids >= QTK_GGUF_TYPE_COUNT. */
+/* NULL for ids >= QTK__GGUF_TYPE_COUNT. */
 const gguf_type *qtk__gguf_type(uint32_t id);
 
 /* ---- reading ---- */
@@ -114,9 +114,9 @@ int qtk__gguf_choose(const qtk_ckpt_tensor *t, const char *hint, bool *companion
 qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *dst);
 
 /* the writer's entries in qtk__gguf_ops (gguf_write.c) */
-qtk_status qtk__gguf_begin(qtk_ckpt_writer *w);
-qtk_status qtk__gguf_put(qtk_ckpt_writer *w, const uint8_t *bytes, size_t len);
-void qtk__gguf_wfree(qtk_ckpt_writer *w);
+qtk_status qtk__gguf_begin(qtk__ckpt_writer *w);
+qtk_status qtk__gguf_put(qtk__ckpt_writer *w, const uint8_t *bytes, size_t len);
+void qtk__gguf_wfree(qtk__ckpt_writer *w);
 
 /* f16 bits <-> f32 (exact both ways for values f16 holds) */
 float qtk__gguf_f16(uint16_t h);

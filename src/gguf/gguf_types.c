@@ -19,7 +19,7 @@
  *   - the K-quants' sub-scales d x sc are exact in f32, hence f32 block scales;
  *   - NVFP4 reads as single-level e2m1/ue4m3 (ggml's tensor has no global scale); with a
  *     companion ".scale" tensor it reads as the two-level nvfp4 preset (gguf.c). */
-static const gguf_type types[QTK_GGUF_TYPE_COUNT] = {
+static const gguf_type types[QTK__GGUF_TYPE_COUNT] = {
     [0] = RAW("F32", 4, QTK_ELEM_F32),
     [1] = RAW("F16", 2, QTK_ELEM_F16),
     [2] = EXACT("Q4_0", 32, 18, "q4f,block=32:f16"),
@@ -65,12 +65,12 @@ static const gguf_type types[QTK_GGUF_TYPE_COUNT] = {
     [42] = EXACT("Q2_0", 64, 18, "q2s,block=64:f16"),
 };
 
-const gguf_type *qtk__gguf_type(uint32_t id) { return id < QTK_GGUF_TYPE_COUNT ? &types[id] : NULL; }
+const gguf_type *qtk__gguf_type(uint32_t id) { return id < QTK__GGUF_TYPE_COUNT ? &types[id] : NULL; }
 
-const char *qtk_gguf_type_name(uint32_t id) { return id < QTK_GGUF_TYPE_COUNT ? types[id].name : NULL; }
+const char *qtk__gguf_type_name(uint32_t id) { return id < QTK__GGUF_TYPE_COUNT ? types[id].name : NULL; }
 
-int qtk_gguf_type_id(const char *name) {
-    for (int i = 0; name && i < QTK_GGUF_TYPE_COUNT; i++)
+int qtk__gguf_type_id(const char *name) {
+    for (int i = 0; name && i < QTK__GGUF_TYPE_COUNT; i++)
         if (types[i].name && strcasecmp(types[i].name, name) == 0) return i;
     return -1;
 }

@@ -30,7 +30,7 @@ typedef struct {
     size_t cap;
 } gwriter;
 
-void qtk__gguf_wfree(qtk_ckpt_writer *w) {
+void qtk__gguf_wfree(qtk__ckpt_writer *w) {
     gwriter *g = w->priv;
     if (!g) return;
     free(g->t);
@@ -93,12 +93,12 @@ static int cmp_hint(const void *a, const void *b) { return strcmp(((const hint *
 static int cmp_str(const void *a, const void *b) { return strcmp(*(const char *const *)a, *(const char *const *)b); }
 
 /* Hints "qtk:file_type:NAME" from metadata, sorted by NAME. */
-static hint *collect_hints(const qtk_ckpt_desc *d, size_t *n) {
-    size_t pl = strlen(QTK_META_FILE_TYPE), k = 0;
+static hint *collect_hints(const qtk__desc *d, size_t *n) {
+    size_t pl = strlen(QTK__META_FILE_TYPE), k = 0;
     hint *h = malloc((d->n_meta ? d->n_meta : 1) * sizeof *h);
     if (!h) return NULL;
     for (size_t i = 0; i < d->n_meta; i++)
-        if (strncmp(d->meta[i].key, QTK_META_FILE_TYPE, pl) == 0) h[k++] = (hint){d->meta[i].key + pl, d->meta[i].value};
+        if (strncmp(d->meta[i].key, QTK__META_FILE_TYPE, pl) == 0) h[k++] = (hint){d->meta[i].key + pl, d->meta[i].value};
     qsort(h, k, sizeof *h, cmp_hint);
     *n = k;
     return h;
@@ -111,8 +111,8 @@ static const char *find_hint(const hint *h, size_t n, const char *name) {
 }
 
 /* Decides every tensor's type; checks names (length, uniqueness with companions). */
-static qtk_status plan_tensors(qtk_ckpt_writer *w, gwriter *g, size_t *n_out, bool *any_quant) {
-    const qtk_ckpt_desc *d = w->desc;
+static qtk_status plan_tensors(qtk__ckpt_writer *w, gwriter *g, size_t *n_out, bool *any_quant) {
+    const qtk__desc *d = w->desc;
     size_t nh = 0;
     hint *hints = collect_hints(d, &nh);
     const char **names = malloc((2 * d->n_tensors + 1) * sizeof *names);
@@ -183,14 +183,14 @@ static qtk_status add_simple(gguf_text *kvb, const char **keys, size_t *nk, cons
     return add_kv(kvb, keys, nk, key, &v);
 }
 
-static bool has_meta(const qtk_ckpt_desc *d, const char *key) {
+static bool has_meta(const qtk__desc *d, const char *key) {
     for (size_t i = 0; i < d->n_meta; i++)
         if (strcmp(d->meta[i].key, key) == 0) return true;
     return false;
 }
 
-static qtk_status build_kvs(const qtk_ckpt_desc *d, bool any_quant, gguf_text *kvb, size_t *n_kv, uint32_t *align,
-                            qtk_arena *tmp) {
+static qtk_status build_kvs(const qtk__desc *d, bool any_quant, gguf_text *kvb, size_t *n_kv, uint32_t *align,
+                            qtk__arena *tmp) {
     size_t cap = d->n_meta + d->n_scalars + d->n_tensors + 2, nk = 0;
     const char **keys = malloc(cap * sizeof *keys);
     if (!keys) return qtk__err(QTK_E_NOMEM, "out of memory");
@@ -200,7 +200,7 @@ static qtk_status build_kvs(const qtk_ckpt_desc *d, bool any_quant, gguf_text *k
     if (!st && any_quant && !has_meta(d, "general.quantization_version"))
         st = add_simple(kvb, keys, &nk, "general.quantization_version", GGUF_U32, "\2\0\0\0", 4);
     for (size_t i = 0; i < d->n_meta && !st; i++) {
-        const qtk_ckpt_kv *m = &d->meta[i];
+        const qtk__kv *m = &d->meta[i];
         if (strncmp(m->key, "qtk:", 4) == 0) continue; /* qtk's keys for other formats */
         gguf_wvalue v;
         bool nested;
@@ -217,7 +217,7 @@ static qtk_status build_kvs(const qtk_ckpt_desc *d, bool any_quant, gguf_text *k
     }
     for (size_t i = 0; i < d->n_scalars && !st; i++) {
         const qtk_ckpt_scalar *s = &d->scalars[i];
-        char *key = qtk_arena_alloc(tmp, strlen(s->name) + sizeof "qtk.scalar.");
+        char *key = qtk__arena_alloc(tmp, strlen(s->name) + sizeof "qtk.scalar.");
         if (!key) {
             st = qtk__err(QTK_E_NOMEM, "out of memory");
             break;
@@ -238,7 +238,7 @@ static qtk_status build_kvs(const qtk_ckpt_desc *d, bool any_quant, gguf_text *k
     for (size_t i = 0; i < d->n_tensors && !st; i++) {
         const qtk_ckpt_tensor *t = &d->tensors[i];
         if (!t->has_param_id) continue;
-        char *key = qtk_arena_alloc(tmp, strlen(t->name) + sizeof "qtk.param_id.");
+        char *key = qtk__arena_alloc(tmp, strlen(t->name) + sizeof "qtk.param_id.");
         if (!key) {
             st = qtk__err(QTK_E_NOMEM, "out of memory");
             break;
@@ -271,8 +271,8 @@ static void out_info(gguf_text *h, const char *name, int rank, const size_t *sha
     out_u64(h, off);
 }
 
-qtk_status qtk__gguf_begin(qtk_ckpt_writer *w) {
-    const qtk_ckpt_desc *d = w->desc;
+qtk_status qtk__gguf_begin(qtk__ckpt_writer *w) {
+    const qtk__desc *d = w->desc;
     gwriter *g = calloc(1, sizeof *g);
     if (g) g->t = calloc(d->n_tensors ? d->n_tensors : 1, sizeof *g->t);
     if (!g || !g->t) {
@@ -284,7 +284,7 @@ qtk_status qtk__gguf_begin(qtk_ckpt_writer *w) {
     bool any_quant;
     qtk_status st = plan_tensors(w, g, &n_infos, &any_quant);
     gguf_text kvb = {0}, h = {0};
-    qtk_arena tmp = {0};
+    qtk__arena tmp = {0};
     if (!st) st = build_kvs(d, any_quant, &kvb, &n_kv, &g->align, &tmp);
     if (!st) {
         out_bytes(&h, "GGUF", 4);
@@ -299,37 +299,37 @@ qtk_status qtk__gguf_begin(qtk_ckpt_writer *w) {
             const wtensor *wt = &g->t[i];
             w->offsets[i] = (size_t)off;
             out_info(&h, t->name, t->rank, t->shape, wt->type, off);
-            off += QTK_CKPT_ALIGN_UP(wt->gbytes, g->align);
+            off += QTK__ALIGN_UP(wt->gbytes, g->align);
             if (wt->comp) {
                 companion_name(t->name, cn, sizeof cn);
                 size_t one = 1;
                 out_info(&h, cn, 1, &one, 0, off);
-                off += QTK_CKPT_ALIGN_UP(4, g->align);
+                off += QTK__ALIGN_UP(4, g->align);
             }
         }
         w->data_end = (size_t)off;
-        size_t pad = QTK_CKPT_ALIGN_UP(h.n, g->align) - h.n;
+        size_t pad = QTK__ALIGN_UP(h.n, g->align) - h.n;
         static const uint8_t zeros[64];
         while (pad && !h.oom) {
             size_t k = pad < sizeof zeros ? pad : sizeof zeros;
             out_bytes(&h, zeros, k);
             pad -= k;
         }
-        st = h.oom ? qtk__err(QTK_E_NOMEM, "out of memory for the header") : qtk_afile_write(&w->file, h.p, h.n);
+        st = h.oom ? qtk__err(QTK_E_NOMEM, "out of memory for the header") : qtk__afile_write(&w->file, h.p, h.n);
     }
     qtk__gguf_text_free(&kvb);
     qtk__gguf_text_free(&h);
-    qtk_arena_free(&tmp);
+    qtk__arena_free(&tmp);
     return st;
 }
 
-static qtk_status write_padded(qtk_ckpt_writer *w, const void *p, size_t n, uint32_t align) {
-    qtk_status st = qtk_afile_write(&w->file, p, n);
-    if (!st) st = qtk_afile_zeros(&w->file, QTK_CKPT_ALIGN_UP(n, align) - n);
+static qtk_status write_padded(qtk__ckpt_writer *w, const void *p, size_t n, uint32_t align) {
+    qtk_status st = qtk__afile_write(&w->file, p, n);
+    if (!st) st = qtk__afile_zeros(&w->file, QTK__ALIGN_UP(n, align) - n);
     return st;
 }
 
-qtk_status qtk__gguf_put(qtk_ckpt_writer *w, const uint8_t *bytes, size_t len) {
+qtk_status qtk__gguf_put(qtk__ckpt_writer *w, const uint8_t *bytes, size_t len) {
     gwriter *g = w->priv;
     const qtk_ckpt_tensor *t = &w->desc->tensors[w->next];
     const wtensor *wt = &g->t[w->next];

@@ -45,23 +45,23 @@ const hub_conv *hub_conv_of(qtk_hub_layout l) {
 
 /* ---- helpers for the conventions ---- */
 
-void *hub_alloc(qtk_hub *h, size_t n) { return qtk_arena_alloc(&h->arena, n ? n : 1); }
+void *hub_alloc(qtk__hub *h, size_t n) { return qtk__arena_alloc(&h->arena, n ? n : 1); }
 
 bool hub_ends(const char *name, const char *suffix) {
     size_t n = strlen(name), k = strlen(suffix);
     return n > k && memcmp(name + n - k, suffix, k) == 0;
 }
 
-char *hub_strip(qtk_hub *h, const char *name, const char *suffix) {
+char *hub_strip(qtk__hub *h, const char *name, const char *suffix) {
     if (!hub_ends(name, suffix)) return NULL;
-    return qtk_arena_strndup(&h->arena, name, strlen(name) - strlen(suffix));
+    return qtk__arena_strndup(&h->arena, name, strlen(name) - strlen(suffix));
 }
 
 static int cmp_raw(const void *a, const void *b) {
     return strcmp((*(hub_raw *const *)a)->t->name, (*(hub_raw *const *)b)->t->name);
 }
 
-hub_raw *hub_find(const qtk_hub *h, const char *name, const char *suffix) {
+hub_raw *hub_find(const qtk__hub *h, const char *name, const char *suffix) {
     size_t nl = strlen(name), lo = 0, hi = h->n_raw;
     while (lo < hi) {
         size_t mid = lo + (hi - lo) / 2;
@@ -77,14 +77,14 @@ hub_raw *hub_find(const qtk_hub *h, const char *name, const char *suffix) {
     return NULL;
 }
 
-const char *hub_file(const qtk_hub *h, const hub_raw *r) { return h->shard_path[r->shard]; }
+const char *hub_file(const qtk__hub *h, const hub_raw *r) { return h->shard_path[r->shard]; }
 
 static const char *base_name(const char *p) {
     const char *s = strrchr(p, '/');
     return s ? s + 1 : p;
 }
 
-const uint8_t *hub_bytes(const qtk_hub *h, const hub_raw *r) {
+const uint8_t *hub_bytes(const qtk__hub *h, const hub_raw *r) {
     static const uint8_t empty[1];
     const qtk_ckpt *c = h->shard[r->shard];
     const qtk__ckpt_piece *p = &c->loc[r->idx].piece[0];
@@ -112,14 +112,14 @@ bool hub_grow(void **arr, size_t *cap, size_t n, size_t elem) {
     return true;
 }
 
-qtk_status hub_add(qtk_hub *h, const hub_pending *p) {
+qtk_status hub_add(qtk__hub *h, const hub_pending *p) {
     if (!hub_grow((void **)&h->pend, &h->cap_pend, h->n_pend, sizeof *h->pend))
         return qtk__err(QTK_E_NOMEM, "out of memory for %zu tensors", h->n_pend + 1);
     h->pend[h->n_pend++] = *p;
     return QTK_OK;
 }
 
-qtk_status hub_notice(qtk_hub *h, const char *tensor, const char *fmt, ...) {
+qtk_status hub_notice(qtk__hub *h, const char *tensor, const char *fmt, ...) {
     char buf[512];
     va_list ap;
     va_start(ap, fmt);
@@ -127,8 +127,8 @@ qtk_status hub_notice(qtk_hub *h, const char *tensor, const char *fmt, ...) {
     va_end(ap);
     if (!hub_grow((void **)&h->notices, &h->cap_notices, h->n_notices, sizeof *h->notices))
         return qtk__err(QTK_E_NOMEM, "out of memory");
-    const char *t = tensor ? qtk_arena_strdup(&h->arena, tensor) : NULL;
-    const char *x = qtk_arena_strdup(&h->arena, buf);
+    const char *t = tensor ? qtk__arena_strdup(&h->arena, tensor) : NULL;
+    const char *x = qtk__arena_strdup(&h->arena, buf);
     if ((tensor && !t) || !x) return qtk__err(QTK_E_NOMEM, "out of memory");
     h->notices[h->n_notices++] = (qtk_hub_notice){t, x};
     return QTK_OK;
@@ -139,7 +139,7 @@ qtk_status hub_notice(qtk_hub *h, const char *tensor, const char *fmt, ...) {
 /* Gives a view's buffer back: a shard's own (a tensor passed through) is freed; an assembly
  * buffer becomes the spare when it is larger than the one kept. */
 static void hub_release(qtk_ckpt *c, qtk_ckpt_view *v) {
-    qtk_hub *h = c->impl;
+    qtk__hub *h = c->impl;
     if (!v->owned) return;
     const hub_item *it = &h->item[v->index];
     if (it->n == 1 && !it->decode) {
@@ -158,7 +158,7 @@ static void hub_release(qtk_ckpt *c, qtk_ckpt_view *v) {
 }
 
 static qtk_status hub_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
-    qtk_hub *h = c->impl;
+    qtk__hub *h = c->impl;
     const hub_item *it = &h->item[i];
     const qtk_ckpt_tensor *t = &c->desc.tensors[i];
     if (it->n == 1 && !it->decode) {
@@ -217,22 +217,22 @@ static qtk_status hub_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
 }
 
 static void hub_drop_pages(qtk_ckpt *c, size_t i) {
-    qtk_hub *h = c->impl;
+    qtk__hub *h = c->impl;
     const hub_item *it = &h->item[i];
     for (unsigned k = 0; k < it->n; k++) {
         const hub_raw *r = &h->raw[it->raw[k]];
         qtk_ckpt_view v = {.index = r->idx};
-        qtk_ckpt_drop_pages(h->shard[r->shard], &v);
+        qtk__ckpt_drop_pages(h->shard[r->shard], &v);
     }
 }
 
 static size_t hub_offset_of(const qtk_ckpt *c, size_t i) {
-    const qtk_hub *h = c->impl;
+    const qtk__hub *h = c->impl;
     const hub_raw *r = &h->raw[h->item[i].raw[0]];
     return qtk_ckpt_offset_of(h->shard[r->shard], r->idx);
 }
 
-static void hub_free(qtk_hub *h, bool close_shards) {
+static void hub_free(qtk__hub *h, bool close_shards) {
     if (!h) return;
     for (size_t i = 0; i < h->n_shards; i++) {
         if (close_shards) qtk_ckpt_close(h->shard[i]);
@@ -248,7 +248,7 @@ static void hub_free(qtk_hub *h, bool close_shards) {
     free(h->spare);
     json_decref(h->config);
     json_decref(h->hfq);
-    qtk_arena_free(&h->arena);
+    qtk__arena_free(&h->arena);
     free(h);
 }
 
@@ -256,9 +256,9 @@ static void hub_close(void *impl) { hub_free(impl, true); }
 
 static const qtk__ckpt_virt hub_virt = {hub_load, hub_release, hub_drop_pages, hub_offset_of, hub_close};
 
-const qtk_hub *hub_of(const qtk_ckpt *c) { return c && c->virt == &hub_virt ? c->impl : NULL; }
+const qtk__hub *hub_of(const qtk_ckpt *c) { return c && c->virt == &hub_virt ? c->impl : NULL; }
 
-void qtk_hub_info_of(const qtk_ckpt *c, qtk_hub_info *info) {
+void qtk_ckpt_hub_info(const qtk_ckpt *c, qtk_hub_info *info) {
     memset(info, 0, sizeof *info);
     if (!c) return;
     if (c->virt != &hub_virt) {
@@ -270,7 +270,7 @@ void qtk_hub_info_of(const qtk_ckpt *c, qtk_hub_info *info) {
         info->shards = (const char *const *)&c->name;
         return;
     }
-    const qtk_hub *h = c->impl;
+    const qtk__hub *h = c->impl;
     info->layout = h->layout;
     info->detected_by = h->detected_by;
     info->config_file = h->config_file;
@@ -282,11 +282,11 @@ void qtk_hub_info_of(const qtk_ckpt *c, qtk_hub_info *info) {
     info->notices = h->notices;
 }
 
-qtk_status qtk_hub_dequantize(const qtk_ckpt *c, size_t i, const qtk_ckpt_view *v, qtk_dtype dtype, void *out) {
-    if (!c || !v || i >= c->desc.n_tensors) return qtk__err(QTK_E_ARG, "qtk_hub_dequantize: no tensor %zu", i);
+qtk_status qtk__hub_dequantize(const qtk_ckpt *c, size_t i, const qtk_ckpt_view *v, qtk_dtype dtype, void *out) {
+    if (!c || !v || i >= c->desc.n_tensors) return qtk__err(QTK_E_ARG, "qtk__hub_dequantize: no tensor %zu", i);
     const qtk_ckpt_tensor *t = &c->desc.tensors[i];
     if (!t->quantized) return qtk__err(QTK_E_ARG, "tensor '%s' is not quantized", t->name);
-    const qtk_hub *h = hub_of(c);
+    const qtk__hub *h = hub_of(c);
     if (h && h->item[i].deq) {
         bool done = false;
         qtk_status st = h->item[i].deq(h, &h->item[i], t, v->data, dtype, out, &done);
@@ -295,15 +295,15 @@ qtk_status qtk_hub_dequantize(const qtk_ckpt *c, size_t i, const qtk_ckpt_view *
     return qtk_dequantize_bytes(v->data, v->len, t->shape, t->rank, &t->scheme, dtype, out, t->numel);
 }
 
-size_t qtk_hub_shard_of(const qtk_ckpt *c, size_t i) {
+size_t qtk_ckpt_shard_of(const qtk_ckpt *c, size_t i) {
     if (!c || c->virt != &hub_virt || i >= c->desc.n_tensors) return 0;
-    const qtk_hub *h = c->impl;
+    const qtk__hub *h = c->impl;
     return h->raw[h->item[i].raw[0]].shard;
 }
 
 /* ---- detection ---- */
 
-static qtk_status detect(qtk_hub *h, qtk_hub_layout forced) {
+static qtk_status detect(qtk__hub *h, qtk_hub_layout forced) {
     char why[160];
     bool any_q = false;
     for (size_t i = 0; i < h->n_raw; i++) any_q |= h->raw[i].t->quantized;
@@ -335,7 +335,7 @@ static qtk_status detect(qtk_hub *h, qtk_hub_layout forced) {
                 if (strcmp(*m, method) == 0) {
                     h->layout = convs[i]->layout;
                     snprintf(why, sizeof why, "config.json quant_method \"%.60s\"", method);
-                    h->detected_by = qtk_arena_strdup(&h->arena, why);
+                    h->detected_by = qtk__arena_strdup(&h->arena, why);
                     return h->detected_by ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
                 }
         h->layout = QTK_LAYOUT_NONE;
@@ -365,7 +365,7 @@ static qtk_status detect(qtk_hub *h, qtk_hub_layout forced) {
     }
     h->layout = found->layout;
     snprintf(why, sizeof why, "tensor names (%.120s)", found_why);
-    h->detected_by = qtk_arena_strdup(&h->arena, why);
+    h->detected_by = qtk__arena_strdup(&h->arena, why);
     return h->detected_by ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
 }
 
@@ -384,7 +384,7 @@ static int cmp_pkey(const void *a, const void *b) {
     return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static qtk_status order_and_describe(qtk_hub *h) {
+static qtk_status order_and_describe(qtk__hub *h) {
     size_t n = h->n_pend;
     pkey *k = malloc((n ? n : 1) * sizeof *k);
     h->item = malloc((n ? n : 1) * sizeof *h->item);
@@ -401,8 +401,8 @@ static qtk_status order_and_describe(qtk_hub *h) {
     for (size_t i = 0; i < n && !st; i++) {
         const hub_pending *p = &h->pend[k[i].seq];
         qtk_ckpt_tensor *t = NULL;
-        st = p->quantized ? qtk_ckpt_desc_add_quantized(&h->self->desc, p->name, &p->scheme, p->shape, p->rank, &t)
-                          : qtk_ckpt_desc_add_raw(&h->self->desc, p->name, p->elem, p->shape, p->rank, &t);
+        st = p->quantized ? qtk__desc_add_quantized(&h->self->desc, p->name, &p->scheme, p->shape, p->rank, &t)
+                          : qtk__desc_add_raw(&h->self->desc, p->name, p->elem, p->shape, p->rank, &t);
         if (st) break;
         t->has_param_id = p->has_param_id;
         t->param_id = p->param_id;
@@ -413,7 +413,7 @@ static qtk_status order_and_describe(qtk_hub *h) {
 }
 
 /* Every raw entry the convention did not fold is a tensor of its own. */
-static qtk_status add_unfolded(qtk_hub *h) {
+static qtk_status add_unfolded(qtk__hub *h) {
     for (size_t i = 0; i < h->n_raw; i++) {
         hub_raw *r = &h->raw[i];
         if (r->used) continue;
@@ -427,7 +427,7 @@ static qtk_status add_unfolded(qtk_hub *h) {
 }
 
 /* The raw entries of every shard, and the index by name (a name in two shards is an error). */
-static qtk_status index_raw(qtk_hub *h) {
+static qtk_status index_raw(qtk__hub *h) {
     size_t n = 0;
     for (size_t s = 0; s < h->n_shards; s++) n += h->shard[s]->desc.n_tensors;
     h->raw = calloc(n ? n : 1, sizeof *h->raw);
@@ -449,7 +449,7 @@ static qtk_status index_raw(qtk_hub *h) {
 
 /* The index's weight_map against the shards: each entry names a tensor its file holds (qtk's
  * convention lists a quantized tensor's companions too), and every tensor is listed. */
-static qtk_status check_weight_map(qtk_hub *h, const json_t *wm) {
+static qtk_status check_weight_map(qtk__hub *h, const json_t *wm) {
     for (size_t i = 0; i < h->n_raw; i++) {
         const hub_raw *r = &h->raw[i];
         const char *f = hub_json_str(wm, r->t->name);
@@ -467,7 +467,7 @@ static qtk_status check_weight_map(qtk_hub *h, const json_t *wm) {
         for (int s = 0; s < 3 && !r; s++) {
             size_t kl = strlen(k), sl = strlen(qtk_suffix[s]);
             if (kl > sl && strcmp(k + kl - sl, qtk_suffix[s]) == 0) {
-                char *base = qtk_arena_strndup(&h->arena, k, kl - sl);
+                char *base = qtk__arena_strndup(&h->arena, k, kl - sl);
                 if (!base) return qtk__err(QTK_E_NOMEM, "out of memory");
                 r = hub_find(h, base, "");
                 if (r && !r->t->quantized) r = NULL;
@@ -480,7 +480,7 @@ static qtk_status check_weight_map(qtk_hub *h, const json_t *wm) {
     return QTK_OK;
 }
 
-static void fill_facts(qtk_hub *h) {
+static void fill_facts(qtk__hub *h) {
     qtk_ckpt *c = h->self;
     c->fmt = QTK_CKPT_SAFETENSORS;
     for (size_t s = 0; s < h->n_shards; s++) {
@@ -497,20 +497,20 @@ static void fill_facts(qtk_hub *h) {
 
 /* Metadata and scalars of the shards, each key once (shards usually repeat {"format":"pt"}),
  * except keys the convention read as descriptions of its tensors. */
-static qtk_status merge_meta(qtk_hub *h) {
-    qtk_ckpt_desc *d = &h->self->desc;
+static qtk_status merge_meta(qtk__hub *h) {
+    qtk__desc *d = &h->self->desc;
     for (size_t s = 0; s < h->n_shards; s++) {
-        const qtk_ckpt_desc *sd = &h->shard[s]->desc;
+        const qtk__desc *sd = &h->shard[s]->desc;
         for (size_t i = 0; i < sd->n_meta; i++) {
             bool seen = h->conv && h->conv->meta_used && h->conv->meta_used(h, sd->meta[i].key);
             for (size_t j = 0; j < d->n_meta && !seen; j++) seen = strcmp(d->meta[j].key, sd->meta[i].key) == 0;
-            qtk_status st = seen ? QTK_OK : qtk_ckpt_desc_add_meta(d, sd->meta[i].key, sd->meta[i].value);
+            qtk_status st = seen ? QTK_OK : qtk__desc_add_meta(d, sd->meta[i].key, sd->meta[i].value);
             if (st) return st;
         }
         for (size_t i = 0; i < sd->n_scalars; i++) {
             bool seen = false;
             for (size_t j = 0; j < d->n_scalars && !seen; j++) seen = strcmp(d->scalars[j].name, sd->scalars[i].name) == 0;
-            qtk_status st = seen ? QTK_OK : qtk_ckpt_desc_add_scalar(d, &sd->scalars[i]);
+            qtk_status st = seen ? QTK_OK : qtk__desc_add_scalar(d, &sd->scalars[i]);
             if (st) return st;
         }
     }
@@ -520,7 +520,7 @@ static qtk_status merge_meta(qtk_hub *h) {
 qtk_status hub_build(qtk_ckpt **shards, char **paths, size_t n, const char *dir, const char *index_file,
                      const json_t *weight_map, qtk_hub_layout forced, const char *name, qtk_ckpt **out) {
     *out = NULL;
-    qtk_hub *h = calloc(1, sizeof *h);
+    qtk__hub *h = calloc(1, sizeof *h);
     if (!h) {
         for (size_t i = 0; i < n; i++) qtk_ckpt_close(shards[i]), free(paths[i]);
         free(shards);
@@ -531,7 +531,7 @@ qtk_status hub_build(qtk_ckpt **shards, char **paths, size_t n, const char *dir,
     h->shard_path = paths;
     h->n_shards = n;
     qtk_status st = hub_read_configs(h, dir);
-    if (!st && index_file && !(h->index_file = qtk_arena_strdup(&h->arena, index_file)))
+    if (!st && index_file && !(h->index_file = qtk__arena_strdup(&h->arena, index_file)))
         st = qtk__err(QTK_E_NOMEM, "out of memory");
     if (!st) st = index_raw(h);
     if (!st && weight_map) st = check_weight_map(h, weight_map);

@@ -7,7 +7,7 @@
  * models are sharded: model.safetensors.index.json maps every tensor name to its file, and a
  * weight's scales may sit in another shard than the weight.
  *
- * Reading: qtk_ckpt_open (and qtk_hub_open) take a .safetensors file, an index, or a
+ * Reading: qtk_ckpt_open (and qtk__hub_open) take a .safetensors file, an index, or a
  * directory, detect the layout (config first, then tensor names), and present ONE logical
  * checkpoint in which each quantized weight and its companions are a single quantized tensor
  * whose scheme is the exact qtk equivalent (HUB_LAYOUTS.md §8.1) holding the same bits —
@@ -17,7 +17,7 @@
  * points, activation-order groups, per-expert globals) is dequantized to F32 on load, and
  * the checkpoint carries a notice saying so for that tensor.
  *
- * Writing: qtk_hub_writer_* write a description in one layout (qtk's own convention, or a
+ * Writing: qtk__hub_writer_* write a description in one layout (qtk's own convention, or a
  * Hub one), as one file or as shards with an index, plus the config JSON the layout needs;
  * a tensor whose scheme the layout cannot hold is refused before anything is written, with
  * the reason. Reading a Hub checkpoint and writing it in the same layout reproduces every
@@ -48,7 +48,7 @@ qtk_status qtk_hub_layout_parse(const char *name, qtk_hub_layout *out);
 /* Opens a checkpoint: a file (.bpk, .safetensors), a *.safetensors.index.json, or a
  * directory holding either. layout AUTO detects; NONE lists the tensors as stored; any other
  * reads the files in that convention (an error if they do not follow it). */
-qtk_status qtk_hub_open(const char *path, qtk_hub_layout layout, qtk_ckpt **out);
+qtk_status qtk__hub_open(const char *path, qtk_hub_layout layout, qtk_ckpt **out);
 
 typedef struct qtk_hub_notice {
     const char *tensor; /* NULL: about the whole checkpoint */
@@ -68,51 +68,51 @@ typedef struct qtk_hub_info {
 } qtk_hub_info;
 
 /* Works for every checkpoint (a plain file is one shard of layout NONE or QTK). */
-void qtk_hub_info_of(const qtk_ckpt *c, qtk_hub_info *info);
+void qtk_ckpt_hub_info(const qtk_ckpt *c, qtk_hub_info *info);
 /* The shard (index into info.shards) holding tensor i's first stored piece. */
-size_t qtk_hub_shard_of(const qtk_ckpt *c, size_t i);
+size_t qtk_ckpt_shard_of(const qtk_ckpt *c, size_t i);
 
 /* Dequantizes tensor i from its loaded view v into out (numel values of f32, f16 or bf16).
  * Where the stored convention's reference computes values qtk's scheme reproduces only to an
  * ulp (compressed-tensors' divisor global scale), this uses the convention's own formula, so
  * the output equals the reference; everywhere else it is qtk_dequantize_bytes. */
-qtk_status qtk_hub_dequantize(const qtk_ckpt *c, size_t i, const qtk_ckpt_view *v, qtk_dtype dtype, void *out);
+qtk_status qtk__hub_dequantize(const qtk_ckpt *c, size_t i, const qtk_ckpt_view *v, qtk_dtype dtype, void *out);
 
 /* ---- writing ---- */
 
-typedef void (*qtk_hub_notice_fn)(void *ctx, const char *tensor, const char *text);
+typedef void (*qtk__hub_notice_fn)(void *ctx, const char *tensor, const char *text);
 
-typedef struct qtk_hub_write_opts {
+typedef struct qtk__hub_write_opts {
     qtk_hub_layout layout;      /* AUTO or QTK: qtk's convention */
     size_t max_shard_bytes;     /* > 0: shards of at most this many tensor bytes (a larger tensor gets its own) */
     const qtk_ckpt *source;     /* optional: the checkpoint the description was made from; its
                                    shard files are mirrored (when max_shard_bytes is 0) and its
                                    config.json carried over */
     int force;                  /* replace existing output files */
-    qtk_hub_notice_fn notice;   /* optional: per-tensor remarks (e.g. an inexact global scale) */
+    qtk__hub_notice_fn notice;   /* optional: per-tensor remarks (e.g. an inexact global scale) */
     void *ctx;
-} qtk_hub_write_opts;
+} qtk__hub_write_opts;
 
-typedef struct qtk_hub_writer qtk_hub_writer;
+typedef struct qtk__hub_writer qtk__hub_writer;
 
 /* true when out names a directory: an existing one, a path ending in '/', or one whose last
  * component has no extension. */
-bool qtk_hub_out_is_dir(const char *out);
+bool qtk__hub_out_is_dir(const char *out);
 
 /* Plans the whole output (every tensor fitted to the layout, shard files, index, config)
  * and creates it in temporary files; nothing appears at out before commit. out is a
  * .safetensors file (config files go beside it) or a directory. */
-qtk_status qtk_hub_writer_open(const char *out, const qtk_ckpt_desc *d, const qtk_hub_write_opts *o,
-                               qtk_hub_writer **w);
+qtk_status qtk__hub_writer_open(const char *out, const qtk__desc *d, const qtk__hub_write_opts *o,
+                               qtk__hub_writer **w);
 /* The next tensor's bytes, in description order (Burn's layout for quantized tensors). */
-qtk_status qtk_hub_writer_put(qtk_hub_writer *w, const void *bytes, size_t len);
+qtk_status qtk__hub_writer_put(qtk__hub_writer *w, const void *bytes, size_t len);
 /* Moves everything into place; on error nothing is left behind. Frees w. */
-qtk_status qtk_hub_writer_commit(qtk_hub_writer *w);
-void qtk_hub_writer_abort(qtk_hub_writer *w);
-size_t qtk_hub_writer_shards(const qtk_hub_writer *w);
+qtk_status qtk__hub_writer_commit(qtk__hub_writer *w);
+void qtk__hub_writer_abort(qtk__hub_writer *w);
+size_t qtk__hub_writer_shards(const qtk__hub_writer *w);
 
 /* A whole description whose bytes are in memory (tests, small files). */
-qtk_status qtk_hub_write(const char *out, const qtk_ckpt_desc *d, const void *const *bytes,
-                         const qtk_hub_write_opts *o);
+qtk_status qtk__hub_write(const char *out, const qtk__desc *d, const void *const *bytes,
+                         const qtk__hub_write_opts *o);
 
 #endif

@@ -23,7 +23,7 @@ static const char *const methods[] = {"bitsandbytes", NULL};
 
 #define BNB_STATE ".quant_state.bitsandbytes__"
 
-static bool sniff(const qtk_hub *h, const char **why) {
+static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++)
         if (strstr(h->raw[i].t->name, BNB_STATE)) {
             *why = "*" BNB_STATE "*";
@@ -40,7 +40,7 @@ typedef struct {
 } bnb_param;
 
 /* parts: weight, absmax, [nested_absmax, nested_quant_map,] quant_map */
-static qtk_status decode(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
+static qtk_status decode(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
     (void)h;
     const bnb_param *p = it->param;
     size_t nbytes = (p->n + 1) / 2, vbytes = (p->n + 7) / 8 * 4;
@@ -84,7 +84,7 @@ typedef struct {
     int rank;
 } blob;
 
-static qtk_status read_blob(qtk_hub *h, const hub_raw *r, blob *b, json_t **root) {
+static qtk_status read_blob(qtk__hub *h, const hub_raw *r, blob *b, json_t **root) {
     const qtk_ckpt_tensor *t = r->t;
     memset(b, 0, sizeof *b);
     if (t->elem != QTK_ELEM_U8 || t->rank != 1)
@@ -121,7 +121,7 @@ static qtk_status read_blob(qtk_hub *h, const hub_raw *r, blob *b, json_t **root
     return QTK_OK;
 }
 
-static qtk_status one(qtk_hub *h, const char *x, hub_raw *w, hub_raw *am) {
+static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *am) {
     hub_raw *qm = hub_find(h, x, ".quant_map"), *nf = hub_find(h, x, BNB_STATE "nf4"), *f4 = hub_find(h, x, BNB_STATE "fp4");
     hub_raw *st = nf ? nf : f4;
     if (!st || (nf && f4))
@@ -202,7 +202,7 @@ static qtk_status one(qtk_hub *h, const char *x, hub_raw *w, hub_raw *am) {
     return QTK_OK;
 }
 
-static qtk_status fold(qtk_hub *h) {
+static qtk_status fold(qtk__hub *h) {
     const json_t *l8 = hub_json(h->qcfg, "load_in_8bit"), *l4 = hub_json(h->qcfg, "load_in_4bit");
     if (json_is_true(l8) && !json_is_true(l4))
         return qtk__err(QTK_E_UNSUPPORTED, "'%s': bitsandbytes 8-bit (LLM.int8) checkpoints are not read by qtk; read them "
@@ -282,7 +282,7 @@ static qtk_status plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
     qtk_status st = qtk_layout_compute(s, t->shape, r, &L);
     if (st) return st;
     size_t n = t->numel, nb = L.n_scales;
-    enc_param *ep = qtk_arena_alloc(wc->arena, sizeof *ep);
+    enc_param *ep = qtk__arena_alloc(wc->arena, sizeof *ep);
     if (!ep) return qtk__err(QTK_E_NOMEM, "out of memory");
     ep->n = n;
     ep->pad = 0;
@@ -299,7 +299,7 @@ static qtk_status plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
         k += snprintf(text + k, sizeof text - (size_t)k, i ? ", %zu" : "%zu", t->shape[i]);
     if (k > 0 && (size_t)k < sizeof text) k += snprintf(text + k, sizeof text - (size_t)k, "]}");
     if (k < 0 || (size_t)k >= sizeof text) return qtk__err(QTK_E_INTERNAL, "quant_state of '%s' too long", t->name);
-    uint8_t *bb = qtk_arena_alloc(wc->arena, (size_t)k);
+    uint8_t *bb = qtk__arena_alloc(wc->arena, (size_t)k);
     if (!bb) return qtk__err(QTK_E_NOMEM, "out of memory");
     memcpy(bb, text, (size_t)k);
     char suffix[64];

@@ -46,7 +46,7 @@ typedef struct {
     const char *format;
 } ct_config;
 
-static qtk_status compile_targets(const qtk_hub *h, const json_t *arr, const char *what, target **out, size_t *n) {
+static qtk_status compile_targets(const qtk__hub *h, const json_t *arr, const char *what, target **out, size_t *n) {
     *out = NULL;
     *n = 0;
     if (!arr || json_is_null(arr)) return QTK_OK;
@@ -90,7 +90,7 @@ static void config_free(ct_config *c) {
     memset(c, 0, sizeof *c);
 }
 
-static qtk_status config_read(const qtk_hub *h, ct_config *c) {
+static qtk_status config_read(const qtk__hub *h, ct_config *c) {
     memset(c, 0, sizeof *c);
     if (!h->qcfg) return QTK_OK;
     c->format = hub_json_str(h->qcfg, "format");
@@ -137,7 +137,7 @@ typedef struct {
     const char *actorder;
 } ct_args;
 
-static qtk_status args_of(const qtk_hub *h, const group *g, ct_args *a) {
+static qtk_status args_of(const qtk__hub *h, const group *g, ct_args *a) {
     memset(a, 0, sizeof *a);
     a->group = g->name;
     a->format = g->format;
@@ -203,7 +203,7 @@ static bool compatible(const weight *w, const ct_args *a) {
 }
 
 /* The args for a weight: from the config's groups, or inferred from shapes without one. */
-static qtk_status resolve(qtk_hub *h, const ct_config *c, weight *w, ct_args *a, bool *inferred) {
+static qtk_status resolve(qtk__hub *h, const ct_config *c, weight *w, ct_args *a, bool *inferred) {
     *inferred = false;
     memset(a, 0, sizeof *a);
     a->symmetric = true;
@@ -256,7 +256,7 @@ static bool grid_of(const ct_args *a, const size_t *sh, int rank, size_t *g, int
 }
 
 /* Strategy and sizes from the scale's shape alone (no config). */
-static qtk_status infer(qtk_hub *h, const weight *w, ct_args *a) {
+static qtk_status infer(qtk__hub *h, const weight *w, ct_args *a) {
     const qtk_ckpt_tensor *s = w->scale->t;
     const size_t *sh = w->lshape;
     char b1[128], b2[128];
@@ -279,7 +279,7 @@ static qtk_status infer(qtk_hub *h, const weight *w, ct_args *a) {
 }
 
 /* The logical shape of a pack-quantized weight: its weight_shape tensor's values. */
-static qtk_status read_shape(qtk_hub *h, weight *w) {
+static qtk_status read_shape(qtk__hub *h, weight *w) {
     const qtk_ckpt_tensor *t = w->shape->t;
     if ((t->elem != QTK_ELEM_I64 && t->elem != QTK_ELEM_I32) || t->rank != 1 || t->numel < 1 || t->numel > QTK_MAX_RANK)
         return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') is %s with %zu values; a weight_shape is I64 (or I32) [rank]", t->name,
@@ -295,7 +295,7 @@ static qtk_status read_shape(qtk_hub *h, weight *w) {
     return QTK_OK;
 }
 
-static qtk_status check_scale(qtk_hub *h, const weight *w, const ct_args *a, bool inferred) {
+static qtk_status check_scale(qtk__hub *h, const weight *w, const ct_args *a, bool inferred) {
     const qtk_ckpt_tensor *s = w->scale->t;
     size_t g[2];
     int gr;
@@ -315,7 +315,7 @@ static qtk_status check_scale(qtk_hub *h, const weight *w, const ct_args *a, boo
     return QTK_OK;
 }
 
-static qtk_status add_weight(qtk_hub *h, weight *w, const ct_args *a, bool inferred) {
+static qtk_status add_weight(qtk__hub *h, weight *w, const ct_args *a, bool inferred) {
     hub_pending p = {.name = w->x, .quantized = true, .rank = w->rank};
     size_t *shape = hub_alloc(h, (size_t)(w->rank ? w->rank : 1) * sizeof *shape);
     if (!shape) return qtk__err(QTK_E_NOMEM, "out of memory");
@@ -423,7 +423,7 @@ static qtk_status add_weight(qtk_hub *h, weight *w, const ct_args *a, bool infer
 }
 
 /* Finds the weight X's tensors and kind; false if X is not a compressed-tensors weight. */
-static qtk_status gather(qtk_hub *h, const char *x, weight *w, bool *is) {
+static qtk_status gather(qtk__hub *h, const char *x, weight *w, bool *is) {
     memset(w, 0, sizeof *w);
     *is = false;
     w->x = x;
@@ -495,7 +495,7 @@ static qtk_status gather(qtk_hub *h, const char *x, weight *w, bool *is) {
 }
 
 /* bits of a pack-quantized weight: the config's, else what the packed width implies */
-static qtk_status pack_bits(qtk_hub *h, weight *w, const ct_args *a) {
+static qtk_status pack_bits(qtk__hub *h, weight *w, const ct_args *a) {
     if (w->kind != W_PACK) return QTK_OK;
     size_t K = w->rank ? w->lshape[w->rank - 1] : 1, cols = w->w->t->rank ? w->w->t->shape[w->w->t->rank - 1] : 0;
     size_t rows = 1;
@@ -511,7 +511,7 @@ static qtk_status pack_bits(qtk_hub *h, weight *w, const ct_args *a) {
     return QTK_OK;
 }
 
-static qtk_status fold(qtk_hub *h) {
+static qtk_status fold(qtk__hub *h) {
     ct_config c;
     qtk_status st = config_read(h, &c);
     size_t found = 0;
@@ -556,7 +556,7 @@ static qtk_status fold(qtk_hub *h) {
     return QTK_OK;
 }
 
-static bool sniff(const qtk_hub *h, const char **why) {
+static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++) {
         const char *n = h->raw[i].t->name;
         if (hub_ends(n, "weight_packed") || hub_ends(n, "weight_global_scale") || hub_ends(n, "weight_shape")) {

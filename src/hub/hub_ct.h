@@ -16,9 +16,9 @@ float hub_ct_divisor_from_global(float g, const bool present[128], bool *exact);
 
 /* Stored bytes to qtk's (hub_ct_decode.c; hub_decode_fn / hub_deq_fn). */
 /* nvfp4-pack-quantized: packed, scale, global (G) -> values, scales, g. */
-qtk_status hub_ct_decode_nvfp4(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
+qtk_status hub_ct_decode_nvfp4(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
 /* ... and dequantized with the reference's RN32(s / G) when no g reproduces it. */
-qtk_status hub_ct_deq_nvfp4(const qtk_hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
+qtk_status hub_ct_deq_nvfp4(const qtk__hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
                             qtk_dtype dtype, void *out, bool *done);
 
 /* pack-quantized ints: offset-binary words -> qtk's two's-complement u32 words, then scales. */
@@ -26,7 +26,7 @@ typedef struct {
     unsigned bits;
     size_t rows, cols, wpr; /* logical rows x cols, words per row */
 } hub_ct_pack_param;
-qtk_status hub_ct_decode_pack(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
+qtk_status hub_ct_decode_pack(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
 
 /* Zero points and activation order: (q - z) x s as F32. Parts: weight, scale, [zp], [g_idx]. */
 typedef struct {
@@ -40,7 +40,7 @@ typedef struct {
     qtk_elem zp_elem;
     bool zp_packed;
 } hub_ct_deq_param;
-qtk_status hub_ct_decode_deq(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
+qtk_status hub_ct_decode_deq(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
 
 /* Writing (hub_ct_write.c). */
 qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w);

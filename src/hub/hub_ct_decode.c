@@ -56,7 +56,7 @@ float hub_ct_divisor_from_global(float g, const bool present[128], bool *exact) 
 }
 
 /* parts: packed, scale, global */
-qtk_status hub_ct_decode_nvfp4(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
+qtk_status hub_ct_decode_nvfp4(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
     size_t nv = h->raw[it->raw[0]].t->nbytes, ns = h->raw[it->raw[1]].t->nbytes;
     float G = qtk__bits_f32(qtk__ld32(part[2]));
     if (!(G > 0.0f) || !qtk__isfinite(G))
@@ -77,7 +77,7 @@ qtk_status hub_ct_decode_nvfp4(qtk_hub *h, const char *name, const hub_item *it,
 }
 
 /* The reference: fp4 x RN32(s / G), when no g gives exactly that (else qtk's is the same). */
-qtk_status hub_ct_deq_nvfp4(const qtk_hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
+qtk_status hub_ct_deq_nvfp4(const qtk__hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
                             qtk_dtype dtype, void *out, bool *done) {
     const qtk_ckpt_tensor *pt = h->raw[it->raw[0]].t, *stt = h->raw[it->raw[1]].t;
     float G = qtk__bits_f32(qtk__ld32(hub_bytes(h, &h->raw[it->raw[2]])));
@@ -107,7 +107,7 @@ qtk_status hub_ct_deq_nvfp4(const qtk_hub *h, const hub_item *it, const qtk_ckpt
 /* ---- pack-quantized ints: offset binary -> two's complement ---- */
 
 
-qtk_status hub_ct_decode_pack(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
+qtk_status hub_ct_decode_pack(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
     (void)name;
     const hub_ct_pack_param *p = it->param;
     unsigned fpw = 32 / p->bits;
@@ -135,7 +135,7 @@ static int32_t field(const uint8_t *words, size_t word, unsigned i, unsigned bit
     return (int32_t)((v >> (i * bits)) & ((1u << bits) - 1)) - (int32_t)(1u << (bits - 1));
 }
 
-qtk_status hub_ct_decode_deq(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
+qtk_status hub_ct_decode_deq(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
     (void)h;
     const hub_ct_deq_param *p = it->param;
     unsigned fpw = 32 / p->bits, ssz = qtk_elem_bits(p->scale_elem) / 8;

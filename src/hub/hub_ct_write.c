@@ -165,7 +165,7 @@ qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
         if (x) x->encode = enc_global;
     } else if (a.kind == WK_PACK) {
         size_t two[1] = {2};
-        uint8_t *c = qtk_arena_alloc(wc->arena, 16);
+        uint8_t *c = qtk__arena_alloc(wc->arena, 16);
         x = c ? hub_wpiece_add(wc, w, t, "_shape", QTK_ELEM_I64, two, 1, 16) : NULL;
         if (x) {
             for (int k = 0; k < 2; k++) {
@@ -244,7 +244,7 @@ static json_t *module_regex(hub_wctx *wc, const char *name) {
 
 qtk_status hub_ct_config(hub_wctx *wc, json_t *q, json_t **hfq) {
     (void)hfq;
-    const qtk_ckpt_desc *d = wc->d;
+    const qtk__desc *d = wc->d;
     size_t nt = d->n_tensors, ng = 0;
     wargs *g = malloc((nt ? nt : 1) * sizeof *g);
     size_t *gi = malloc((nt ? nt : 1) * sizeof *gi);

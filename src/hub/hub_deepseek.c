@@ -11,7 +11,7 @@
 
 static const char *const methods[] = {"fp8", NULL};
 
-static bool sniff(const qtk_hub *h, const char **why) {
+static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++)
         if (hub_ends(h->raw[i].t->name, "_scale_inv")) {
             *why = "*_scale_inv";
@@ -21,7 +21,7 @@ static bool sniff(const qtk_hub *h, const char **why) {
 }
 
 /* weight_block_size from the config, [128, 128] when there is none. */
-static qtk_status block_size(const qtk_hub *h, long long bs[2], bool *given) {
+static qtk_status block_size(const qtk__hub *h, long long bs[2], bool *given) {
     bs[0] = bs[1] = 128;
     *given = false;
     const json_t *b = hub_json(h->qcfg, "weight_block_size");
@@ -34,7 +34,7 @@ static qtk_status block_size(const qtk_hub *h, long long bs[2], bool *given) {
     return QTK_OK;
 }
 
-static qtk_status fold(qtk_hub *h) {
+static qtk_status fold(qtk__hub *h) {
     long long bs[2];
     bool given;
     qtk_status st = block_size(h, bs, &given);

@@ -46,14 +46,14 @@ static qtk_status read_json(const char *dir, const char *name, json_t **out, cha
     return QTK_OK;
 }
 
-static const char *dump_compact(qtk_hub *h, const json_t *v) {
+static const char *dump_compact(qtk__hub *h, const json_t *v) {
     char *s = json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS);
-    const char *r = s ? qtk_arena_strdup(&h->arena, s) : NULL;
+    const char *r = s ? qtk__arena_strdup(&h->arena, s) : NULL;
     free(s);
     return r;
 }
 
-qtk_status hub_read_configs(qtk_hub *h, const char *dir) {
+qtk_status hub_read_configs(qtk__hub *h, const char *dir) {
     if (!dir) return QTK_OK;
     char *cp = NULL, *hp = NULL;
     qtk_status st = read_json(dir, "config.json", &h->config, &cp);
@@ -63,14 +63,14 @@ qtk_status hub_read_configs(qtk_hub *h, const char *dir) {
         if (q && !json_is_object(q)) st = qtk__err(QTK_E_FORMAT, "'%s': quantization_config is not an object", cp);
         else if (q) {
             h->qcfg = q;
-            h->config_file = qtk_arena_strdup(&h->arena, cp);
+            h->config_file = qtk__arena_strdup(&h->arena, cp);
         }
     }
     if (!st && !h->qcfg && h->hfq) {
         const json_t *q = hub_json(h->hfq, "quantization");
         if (json_is_object(q)) {
             h->qcfg = h->hfq;
-            h->config_file = qtk_arena_strdup(&h->arena, hp);
+            h->config_file = qtk__arena_strdup(&h->arena, hp);
         }
     }
     if (!st && h->qcfg) h->quant_json = dump_compact(h, h->qcfg);
@@ -233,8 +233,8 @@ static qtk_status open_dir(const char *path, qtk_hub_layout layout, qtk_ckpt **o
     return hub_build(shards, files, n, path, NULL, NULL, layout, path, out);
 }
 
-qtk_status qtk_hub_open(const char *path, qtk_hub_layout layout, qtk_ckpt **out) {
-    if (!path || !out) return qtk__err(QTK_E_ARG, "qtk_hub_open: NULL argument");
+qtk_status qtk__hub_open(const char *path, qtk_hub_layout layout, qtk_ckpt **out) {
+    if (!path || !out) return qtk__err(QTK_E_ARG, "qtk__hub_open: NULL argument");
     *out = NULL;
     if ((unsigned)layout >= QTK_LAYOUT_COUNT_) return qtk__err(QTK_E_ARG, "layout %d is not a qtk_hub_layout", (int)layout);
     struct stat sb;

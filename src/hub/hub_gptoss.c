@@ -10,7 +10,7 @@
 
 static const char *const methods[] = {"mxfp4", NULL};
 
-static bool sniff(const qtk_hub *h, const char **why) {
+static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++) {
         const char *n = h->raw[i].t->name;
         if (!hub_ends(n, "_blocks")) continue;
@@ -27,7 +27,7 @@ static bool sniff(const qtk_hub *h, const char **why) {
     return false;
 }
 
-static qtk_status fold(qtk_hub *h) {
+static qtk_status fold(qtk__hub *h) {
     qtk_scheme mx;
     qtk_status st = qtk_scheme_parse("mxfp4", &mx);
     if (st) return st;

@@ -31,17 +31,17 @@ typedef struct hub_raw {
     bool used;                /* folded into another tensor */
 } hub_raw;
 
-typedef struct qtk_hub qtk_hub;
+typedef struct qtk__hub qtk__hub;
 typedef struct hub_item hub_item;
 
 /* Makes the tensor's bytes (out holds its nbytes) from its parts' bytes (part[k] holds raw
  * entry it->raw[k]'s nbytes). name is the tensor's, for messages and notices. */
-typedef qtk_status (*hub_decode_fn)(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part,
+typedef qtk_status (*hub_decode_fn)(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part,
                                     uint8_t *out);
 
 /* Dequantizes the tensor (its loaded bytes) with the convention's own formula; *done false
  * leaves it to qtk's dequantization (which then gives the same values). */
-typedef qtk_status (*hub_deq_fn)(const qtk_hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
+typedef qtk_status (*hub_deq_fn)(const qtk__hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
                                  qtk_dtype dtype, void *out, bool *done);
 
 struct hub_item {
@@ -66,7 +66,7 @@ typedef struct hub_pending {
 
 typedef struct hub_conv hub_conv;
 
-struct qtk_hub {
+struct qtk__hub {
     qtk_ckpt *self;            /* the logical checkpoint */
     qtk_hub_layout layout;
     const hub_conv *conv;
@@ -89,7 +89,7 @@ struct qtk_hub {
      * one buffer's pages once instead of a fresh allocation's per tensor. */
     void *spare;
     size_t spare_cap;
-    qtk_arena arena;
+    qtk__arena arena;
 };
 
 /* Builds the logical checkpoint over open shards (owned from here on: closed on failure) with
@@ -98,25 +98,25 @@ struct qtk_hub {
 qtk_status hub_build(qtk_ckpt **shards, char **paths, size_t n, const char *dir, const char *index_file,
                      const json_t *weight_map, qtk_hub_layout forced, const char *name, qtk_ckpt **out);
 /* Reads config.json and hf_quant_config.json from dir, if present (hub_files.c). */
-qtk_status hub_read_configs(qtk_hub *h, const char *dir);
+qtk_status hub_read_configs(qtk__hub *h, const char *dir);
 
 /* The raw entry named name + suffix, or NULL. */
-hub_raw *hub_find(const qtk_hub *h, const char *name, const char *suffix);
+hub_raw *hub_find(const qtk__hub *h, const char *name, const char *suffix);
 /* The shard file a raw entry is in, as its path was given (for messages). */
-const char *hub_file(const qtk_hub *h, const hub_raw *r);
+const char *hub_file(const qtk__hub *h, const hub_raw *r);
 /* A raw entry's bytes in its shard's map (raw entries are stored in one piece). */
-const uint8_t *hub_bytes(const qtk_hub *h, const hub_raw *r);
+const uint8_t *hub_bytes(const qtk__hub *h, const hub_raw *r);
 /* name without suffix (in the arena), or NULL if name does not end in it. */
-char *hub_strip(qtk_hub *h, const char *name, const char *suffix);
+char *hub_strip(qtk__hub *h, const char *name, const char *suffix);
 bool hub_ends(const char *name, const char *suffix);
 /* Adds a tensor of the logical checkpoint (copied; shape must outlive the hub). */
-qtk_status hub_add(qtk_hub *h, const hub_pending *p);
+qtk_status hub_add(qtk__hub *h, const hub_pending *p);
 /* Adds a notice (tensor may be NULL). */
-qtk_status hub_notice(qtk_hub *h, const char *tensor, const char *fmt, ...) QTK_PRINTF(3, 4);
+qtk_status hub_notice(qtk__hub *h, const char *tensor, const char *fmt, ...) QTK_PRINTF(3, 4);
 /* Makes room for element n of a growing array (false: out of memory). */
 bool hub_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* Copies of shapes etc. */
-void *hub_alloc(qtk_hub *h, size_t n);
+void *hub_alloc(qtk__hub *h, size_t n);
 const char *hub_shape(const size_t *shape, int rank, char *buf, size_t cap); /* "64x32", "scalar" */
 bool hub_same_shape(const qtk_ckpt_tensor *t, const size_t *shape, int rank);
 
@@ -171,15 +171,15 @@ typedef struct hub_wtensor {
 } hub_wtensor;
 
 struct hub_wctx {
-    const qtk_ckpt_desc *d;
+    const qtk__desc *d;
     hub_wtensor *wt;           /* per tensor of d */
     qtk_hub_layout layout;
     const json_t *src_qcfg;    /* the source's quantization config if the source has this layout */
     const json_t *src_hfq;     /* the source's hf_quant_config.json if it has this layout */
     const json_t *src_config;  /* the source's config.json (any layout), or NULL */
-    const qtk_hub *src;        /* the source checkpoint's hub (any layout), or NULL */
-    qtk_arena *arena;
-    qtk_hub_notice_fn notice;
+    const qtk__hub *src;        /* the source checkpoint's hub (any layout), or NULL */
+    qtk__arena *arena;
+    qtk__hub_notice_fn notice;
     void *ctx;
 };
 
@@ -197,23 +197,23 @@ struct hub_conv {
     const char *const *methods; /* config.json quant_method values that mean this layout */
     /* A raw tensor name that reveals the layout when no config names one (*why gets the
      * suffix), or false. */
-    bool (*sniff)(const qtk_hub *h, const char **why);
+    bool (*sniff)(const qtk__hub *h, const char **why);
     /* Folds quantized weights with their companions (hub_add), marks their raw entries
      * used, and refuses orphans, mismatched shapes, and configs the tensors contradict. */
-    qtk_status (*fold)(qtk_hub *h);
+    qtk_status (*fold)(qtk__hub *h);
     /* The stored tensors of one quantized tensor, or an error naming what does not fit. */
     qtk_status (*plan)(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w);
     /* qcfg: config.json's quantization_config to fill in (it holds the source's when the
      * source had this layout); *hfq: hf_quant_config.json to write, if the layout has one. */
     qtk_status (*config)(hub_wctx *wc, json_t *qcfg, json_t **hfq);
     /* Optional: true for a file-metadata key the convention consumed (not carried over). */
-    bool (*meta_used)(const qtk_hub *h, const char *key);
+    bool (*meta_used)(const qtk__hub *h, const char *key);
 };
 
 extern const hub_conv hub_gptoss_conv, hub_modelopt_conv, hub_ct_conv, hub_deepseek_conv, hub_bnb_conv, hub_torchao_conv;
 const hub_conv *hub_conv_of(qtk_hub_layout l);
 /* The hub behind a logical checkpoint, or NULL for a plain one. */
-const qtk_hub *hub_of(const qtk_ckpt *c);
+const qtk__hub *hub_of(const qtk_ckpt *c);
 
 /* json_object_set_new that reports failure as QTK_E_NOMEM. */
 qtk_status hub_jset(json_t *o, const char *key, json_t *v);

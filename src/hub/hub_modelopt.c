@@ -23,7 +23,7 @@ static const char *const methods[] = {"modelopt", NULL};
 enum { K_NVFP4 = 1, K_NVFP4_BMM, K_MXFP4, K_FP8, K_FP8_PC, K_FP8_PB };
 static const char *const algo_of[] = {"", "NVFP4", "NVFP4", "MXFP4", "FP8", "FP8_PER_CHANNEL_PER_TOKEN", "FP8_PB_WO"};
 
-static bool sniff(const qtk_hub *h, const char **why) {
+static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++)
         if (hub_ends(h->raw[i].t->name, "weight_scale_2")) {
             *why = "*.weight_scale_2";
@@ -47,7 +47,7 @@ static bool sniff(const qtk_hub *h, const char **why) {
     return false;
 }
 
-static const char *config_algo(const qtk_hub *h) {
+static const char *config_algo(const qtk__hub *h) {
     if (!h->qcfg) return NULL;
     if (h->qcfg == h->hfq) return hub_json_str(hub_json(h->hfq, "quantization"), "quant_algo");
     return hub_json_str(h->qcfg, "quant_algo");
@@ -62,7 +62,7 @@ typedef struct {
     size_t a, b;        /* per expert, logical [a, b] with the last dim b (rows collapsed into a) */
 } deq_param;
 
-static qtk_status deq_nvfp4(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
+static qtk_status deq_nvfp4(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
     (void)h;
     const deq_param *p = it->param;
     const uint8_t *w = part[0], *s = part[1], *g = part[2];
@@ -98,7 +98,7 @@ static qtk_status deq_nvfp4(qtk_hub *h, const char *name, const hub_item *it, co
 
 /* ---- reading ---- */
 
-static qtk_status nvfp4(qtk_hub *h, const char *x, hub_raw *w, hub_raw *sc, hub_raw *g2, int *kind) {
+static qtk_status nvfp4(qtk__hub *h, const char *x, hub_raw *w, hub_raw *sc, hub_raw *g2, int *kind) {
     const qtk_ckpt_tensor *wt = w->t, *st = sc->t;
     int r = wt->rank;
     char a[256], b[256];
@@ -154,7 +154,7 @@ static qtk_status nvfp4(qtk_hub *h, const char *x, hub_raw *w, hub_raw *sc, hub_
     return s;
 }
 
-static qtk_status one(qtk_hub *h, const char *x, hub_raw *w, hub_raw *sc, int *kind) {
+static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *sc, int *kind) {
     const qtk_ckpt_tensor *wt = w->t, *st = sc->t;
     int r = wt->rank;
     char a[256], b[256], c[256];
@@ -205,7 +205,7 @@ static qtk_status one(qtk_hub *h, const char *x, hub_raw *w, hub_raw *sc, int *k
     return s ? s : hub_add(h, &p);
 }
 
-static qtk_status fold(qtk_hub *h) {
+static qtk_status fold(qtk__hub *h) {
     const char *algo = config_algo(h);
     bool check = algo && (strcmp(algo, "NVFP4") == 0 || strcmp(algo, "FP8") == 0 || strcmp(algo, "MXFP4") == 0);
     size_t found = 0;

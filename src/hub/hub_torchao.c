@@ -22,7 +22,7 @@
 
 static const char *const methods[] = {"torchao", NULL};
 
-static bool sniff(const qtk_hub *h, const char **why) {
+static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++)
         if (strstr(h->raw[i].t->name, "._weight_qdata")) {
             *why = "*._weight_qdata";
@@ -39,7 +39,7 @@ typedef struct {
 } swz_param;
 
 /* parts: qdata, swizzled scale, [per_tensor_scale] */
-static qtk_status unswizzle(qtk_hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
+static qtk_status unswizzle(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
     (void)h;
     (void)name;
     const swz_param *p = it->param;
@@ -65,7 +65,7 @@ static const char *dtype_attr(const json_t *v) {
     return hub_json_str(v, "_data");
 }
 
-static qtk_status one(qtk_hub *h, const char *key, const json_t *desc) {
+static qtk_status one(qtk__hub *h, const char *key, const json_t *desc) {
     const char *type = hub_json_str(desc, "_type");
     const json_t *data = hub_json(desc, "_data");
     const char *dot = strrchr(key, '.');
@@ -159,10 +159,10 @@ static qtk_status one(qtk_hub *h, const char *key, const json_t *desc) {
     return QTK_OK;
 }
 
-static qtk_status fold(qtk_hub *h) {
+static qtk_status fold(qtk__hub *h) {
     size_t found = 0;
     for (size_t s = 0; s < h->n_shards; s++) {
-        const qtk_ckpt_desc *d = &h->shard[s]->desc;
+        const qtk__desc *d = &h->shard[s]->desc;
         for (size_t i = 0; i < d->n_meta; i++) {
             const char *v = d->meta[i].value;
             if (v[0] != '{' || !strstr(v, "\"_type\"")) continue;
@@ -190,9 +190,9 @@ static qtk_status fold(qtk_hub *h) {
 }
 
 /* The subclass descriptions are not file metadata of the logical checkpoint. */
-static bool meta_used(const qtk_hub *h, const char *key) {
+static bool meta_used(const qtk__hub *h, const char *key) {
     if (strcmp(key, "tensor_names") == 0) return true;
-    const qtk_ckpt_desc *d = &h->self->desc;
+    const qtk__desc *d = &h->self->desc;
     for (size_t i = 0; i < d->n_tensors; i++)
         if (strcmp(d->tensors[i].name, key) == 0) return true;
     return false;

@@ -81,8 +81,8 @@ hub_wpiece *hub_wpiece_add(hub_wctx *wc, hub_wtensor *w, const qtk_ckpt_tensor *
                            const size_t *shape, int rank, size_t nbytes) {
     if (w->n >= HUB_MAX_WPIECES) return NULL;
     size_t nl = strlen(t->name), sl = strlen(suffix);
-    char *name = qtk_arena_alloc(wc->arena, nl + sl + 1);
-    size_t *sh = qtk_arena_alloc(wc->arena, (rank > 0 ? (size_t)rank : 1) * sizeof *sh);
+    char *name = qtk__arena_alloc(wc->arena, nl + sl + 1);
+    size_t *sh = qtk__arena_alloc(wc->arena, (rank > 0 ? (size_t)rank : 1) * sizeof *sh);
     if (!name || !sh) return NULL;
     memcpy(name, t->name, nl);
     memcpy(name + nl, suffix, sl + 1);
@@ -99,6 +99,6 @@ hub_wpiece *hub_wpiece_add(hub_wctx *wc, hub_wtensor *w, const qtk_ckpt_tensor *
 
 const char *hub_module(hub_wctx *wc, const char *name) {
     size_t n = strlen(name);
-    if (n > 7 && strcmp(name + n - 7, ".weight") == 0) return qtk_arena_strndup(wc->arena, name, n - 7);
+    if (n > 7 && strcmp(name + n - 7, ".weight") == 0) return qtk__arena_strndup(wc->arena, name, n - 7);
     return name;
 }

@@ -25,13 +25,13 @@
 typedef struct wshard {
     char *name;          /* file name */
     char *path;          /* where it is written (in the temporary directory, or the target file) */
-    qtk_ckpt_desc desc;  /* stored tensors, in file order */
-    qtk_ckpt_writer *w;
+    qtk__desc desc;  /* stored tensors, in file order */
+    qtk__ckpt_writer *w;
     size_t bytes;
 } wshard;
 
-struct qtk_hub_writer {
-    const qtk_ckpt_desc *d;
+struct qtk__hub_writer {
+    const qtk__desc *d;
     qtk_hub_layout layout;
     const hub_conv *conv;   /* NULL: qtk's convention */
     hub_wctx wc;
@@ -43,8 +43,8 @@ struct qtk_hub_writer {
     char *out, *tmpdir, *cfg_dir; /* cfg_dir: where config files go (tmpdir or beside the file) */
     char *config_text, *hfq_text, *index_text;
     json_t *config_src;
-    qtk_buf scratch;
-    qtk_arena arena;
+    qtk__buf scratch;
+    qtk__arena arena;
     int force;
 };
 
@@ -65,7 +65,7 @@ static char *join(const char *dir, const char *name) {
     return p;
 }
 
-bool qtk_hub_out_is_dir(const char *out) {
+bool qtk__hub_out_is_dir(const char *out) {
     struct stat sb;
     if (!out || !*out) return false;
     if (stat(out, &sb) == 0) return S_ISDIR(sb.st_mode);
@@ -101,8 +101,8 @@ static int cmp_piece(const void *a, const void *b) {
 
 /* ---- planning ---- */
 
-static qtk_status plan_tensors(qtk_hub_writer *w) {
-    const qtk_ckpt_desc *d = w->d;
+static qtk_status plan_tensors(qtk__hub_writer *w) {
+    const qtk__desc *d = w->d;
     for (size_t i = 0; i < d->n_tensors; i++) {
         const qtk_ckpt_tensor *t = &d->tensors[i];
         hub_wtensor *wt = &w->wt[i];
@@ -119,9 +119,9 @@ static qtk_status plan_tensors(qtk_hub_writer *w) {
 }
 
 /* Which shard each tensor goes to, and the shards' file names. */
-static qtk_status plan_shards(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
-    const qtk_ckpt_desc *d = w->d;
-    const qtk_hub *src = hub_of(o->source);
+static qtk_status plan_shards(qtk__hub_writer *w, const qtk__hub_write_opts *o) {
+    const qtk__desc *d = w->d;
+    const qtk__hub *src = hub_of(o->source);
     char buf[64];
     size_t n = 1;
     if (o->max_shard_bytes > 0) {
@@ -141,7 +141,7 @@ static qtk_status plan_shards(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
                            : SIZE_MAX;
             for (size_t k = 0; j == SIZE_MAX && k < o->source->desc.n_tensors; k++)
                 if (strcmp(o->source->desc.tensors[k].name, d->tensors[i].name) == 0) j = k;
-            w->wt[i].shard = j == SIZE_MAX ? 0 : qtk_hub_shard_of(o->source, j);
+            w->wt[i].shard = j == SIZE_MAX ? 0 : qtk_ckpt_shard_of(o->source, j);
         }
     }
     if (n > 1 && !w->is_dir)
@@ -164,7 +164,7 @@ static qtk_status plan_shards(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
         }
         w->sh[k].name = dup_s(name);
         if (!w->sh[k].name) return qtk__err(QTK_E_NOMEM, "out of memory");
-        qtk_ckpt_desc_init(&w->sh[k].desc);
+        qtk__desc_init(&w->sh[k].desc);
     }
     w->index = w->is_dir && (n > 1 || (src && src->index_file));
     return QTK_OK;
@@ -173,21 +173,21 @@ static qtk_status plan_shards(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
 /* Each shard's stored tensors: qtk's convention keeps the description's order (a quantized
  * tensor stays one entry the safetensors writer expands); Hub layouts are sorted as the
  * safetensors library sorts them. */
-static qtk_status plan_descs(qtk_hub_writer *w) {
-    const qtk_ckpt_desc *d = w->d;
+static qtk_status plan_descs(qtk__hub_writer *w) {
+    const qtk__desc *d = w->d;
     qtk_status st = QTK_OK;
     for (size_t k = 0; k < w->n_shards && !st; k++) {
         wshard *s = &w->sh[k];
-        for (size_t i = 0; i < d->n_meta && !st; i++) st = qtk_ckpt_desc_add_meta(&s->desc, d->meta[i].key, d->meta[i].value);
+        for (size_t i = 0; i < d->n_meta && !st; i++) st = qtk__desc_add_meta(&s->desc, d->meta[i].key, d->meta[i].value);
         if (!w->conv) {
             if (k == 0)
-                for (size_t i = 0; i < d->n_scalars && !st; i++) st = qtk_ckpt_desc_add_scalar(&s->desc, &d->scalars[i]);
+                for (size_t i = 0; i < d->n_scalars && !st; i++) st = qtk__desc_add_scalar(&s->desc, &d->scalars[i]);
             for (size_t i = 0; i < d->n_tensors && !st; i++) {
                 const qtk_ckpt_tensor *t = &d->tensors[i];
                 if (w->wt[i].shard != k) continue;
                 qtk_ckpt_tensor *nt = NULL;
-                st = t->quantized ? qtk_ckpt_desc_add_quantized(&s->desc, t->name, &t->scheme, t->shape, t->rank, &nt)
-                                  : qtk_ckpt_desc_add_raw(&s->desc, t->name, t->elem, t->shape, t->rank, &nt);
+                st = t->quantized ? qtk__desc_add_quantized(&s->desc, t->name, &t->scheme, t->shape, t->rank, &nt)
+                                  : qtk__desc_add_raw(&s->desc, t->name, t->elem, t->shape, t->rank, &nt);
                 if (!st) {
                     nt->has_param_id = t->has_param_id;
                     nt->param_id = t->param_id;
@@ -196,7 +196,7 @@ static qtk_status plan_descs(qtk_hub_writer *w) {
             }
             continue;
         }
-        if (!st && d->n_meta == 0) st = qtk_ckpt_desc_add_meta(&s->desc, "format", "pt"); /* what torch writers put */
+        if (!st && d->n_meta == 0) st = qtk__desc_add_meta(&s->desc, "format", "pt"); /* what torch writers put */
         size_t np = 0;
         for (size_t i = 0; i < d->n_tensors; i++)
             if (w->wt[i].shard == k) np += w->wt[i].n;
@@ -210,7 +210,7 @@ static qtk_status plan_descs(qtk_hub_writer *w) {
         for (size_t j = 0; j < np && !st; j++) {
             hub_wpiece *p = pr[j].p;
             p->phys = j;
-            st = qtk_ckpt_desc_add_raw(&s->desc, p->name, p->elem, p->shape, p->rank, NULL);
+            st = qtk__desc_add_raw(&s->desc, p->name, p->elem, p->shape, p->rank, NULL);
             if (!st && s->desc.tensors[j].nbytes != p->nbytes)
                 st = qtk__err(QTK_E_INTERNAL, "stored tensor '%s': %zu bytes planned, %zu by its shape", p->name, p->nbytes,
                               s->desc.tensors[j].nbytes);
@@ -237,8 +237,8 @@ static char *dump(const json_t *v, size_t flags) {
     return t;
 }
 
-static qtk_status plan_config(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
-    const qtk_hub *src = hub_of(o->source);
+static qtk_status plan_config(qtk__hub_writer *w, const qtk__hub_write_opts *o) {
+    const qtk__hub *src = hub_of(o->source);
     bool same = src && src->layout == w->layout;
     w->wc.src_config = src ? src->config : NULL;
     w->wc.src = src;
@@ -276,13 +276,13 @@ static qtk_status plan_config(qtk_hub_writer *w, const qtk_hub_write_opts *o) {
     return st;
 }
 
-static qtk_status plan_index(qtk_hub_writer *w) {
+static qtk_status plan_index(qtk__hub_writer *w) {
     if (!w->index) return QTK_OK;
     json_t *root = json_object(), *meta = json_object(), *wm = json_object();
     qtk_status st = root && meta && wm ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
     size_t total = 0;
     for (size_t k = 0; k < w->n_shards && !st; k++) {
-        const qtk_ckpt_desc *sd = &w->sh[k].desc;
+        const qtk__desc *sd = &w->sh[k].desc;
         for (size_t i = 0; i < sd->n_tensors && !st; i++) {
             const qtk_ckpt_tensor *t = &sd->tensors[i];
             total += t->nbytes;
@@ -340,7 +340,7 @@ static bool exists(const char *dir, const char *name) {
 }
 
 /* Refuses to replace files without force, before anything is created. */
-static qtk_status check_targets(qtk_hub_writer *w) {
+static qtk_status check_targets(qtk__hub_writer *w) {
     if (w->force) return QTK_OK;
     const char *dir = w->is_dir ? w->out : w->cfg_dir;
     const char *files[3] = {w->config_text ? "config.json" : NULL, w->hfq_text ? "hf_quant_config.json" : NULL,
@@ -357,7 +357,7 @@ static qtk_status check_targets(qtk_hub_writer *w) {
 
 /* A fresh directory beside the target. Not mkdtemp: its 0700 mode would become the output
  * directory's; mkdir with 0777 lets the umask decide, as for any new directory. */
-static qtk_status make_tmpdir(qtk_hub_writer *w) {
+static qtk_status make_tmpdir(qtk__hub_writer *w) {
     size_t n = strlen(w->out);
     while (n > 1 && w->out[n - 1] == '/') n--;
     char *t = malloc(n + 48);
@@ -376,7 +376,7 @@ static qtk_status make_tmpdir(qtk_hub_writer *w) {
     return qtk__err(QTK_E_IO, "cannot create a directory beside '%s': %s", w->out, strerror(e));
 }
 
-static void remove_tmpdir(qtk_hub_writer *w) {
+static void remove_tmpdir(qtk__hub_writer *w) {
     if (!w->tmpdir) return;
     DIR *d = opendir(w->tmpdir);
     if (d) {
@@ -393,14 +393,14 @@ static void remove_tmpdir(qtk_hub_writer *w) {
     w->tmpdir = NULL;
 }
 
-static qtk_status open_files(qtk_hub_writer *w) {
+static qtk_status open_files(qtk__hub_writer *w) {
     qtk_status st = QTK_OK;
     if (w->is_dir) st = make_tmpdir(w);
     for (size_t k = 0; k < w->n_shards && !st; k++) {
         wshard *s = &w->sh[k];
         s->path = w->is_dir ? join(w->tmpdir, s->name) : dup_s(w->out);
         if (!s->path) return qtk__err(QTK_E_NOMEM, "out of memory");
-        st = qtk_ckpt_writer_open(s->path, QTK_CKPT_SAFETENSORS, &s->desc, w->is_dir ? 0 : w->force, &s->w);
+        st = qtk__ckpt_writer_open(s->path, QTK_CKPT_SAFETENSORS, &s->desc, w->is_dir ? 0 : w->force, &s->w);
     }
     return st;
 }
@@ -409,13 +409,13 @@ static qtk_status write_text(const char *dir, const char *name, const char *text
     if (!text) return QTK_OK;
     char *p = join(dir, name);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
-    qtk_status st = qtk_io_write_file(p, text, strlen(text), force);
+    qtk_status st = qtk__io_write_file(p, text, strlen(text), force);
     free(p);
     return st;
 }
 
 /* Moves the finished temporary directory's files to the target directory. */
-static qtk_status move_into_place(qtk_hub_writer *w) {
+static qtk_status move_into_place(qtk__hub_writer *w) {
     size_t n = strlen(w->out);
     char *target = dup_s(w->out);
     if (!target) return qtk__err(QTK_E_NOMEM, "out of memory");
@@ -449,10 +449,10 @@ static qtk_status move_into_place(qtk_hub_writer *w) {
 
 /* ---- the writer ---- */
 
-static void writer_free(qtk_hub_writer *w) {
+static void writer_free(qtk__hub_writer *w) {
     for (size_t k = 0; k < w->n_shards; k++) {
-        qtk_ckpt_writer_abort(w->sh[k].w);
-        qtk_ckpt_desc_free(&w->sh[k].desc);
+        qtk__ckpt_writer_abort(w->sh[k].w);
+        qtk__desc_free(&w->sh[k].desc);
         free(w->sh[k].name);
         free(w->sh[k].path);
     }
@@ -464,31 +464,31 @@ static void writer_free(qtk_hub_writer *w) {
     free(w->config_text);
     free(w->hfq_text);
     free(w->index_text);
-    qtk_buf_free(&w->scratch);
-    qtk_arena_free(&w->arena);
+    qtk__buf_free(&w->scratch);
+    qtk__arena_free(&w->arena);
     free(w);
 }
 
-void qtk_hub_writer_abort(qtk_hub_writer *w) {
+void qtk__hub_writer_abort(qtk__hub_writer *w) {
     if (w) writer_free(w);
 }
 
-size_t qtk_hub_writer_shards(const qtk_hub_writer *w) { return w ? w->n_shards : 0; }
+size_t qtk__hub_writer_shards(const qtk__hub_writer *w) { return w ? w->n_shards : 0; }
 
-qtk_status qtk_hub_writer_open(const char *out, const qtk_ckpt_desc *d, const qtk_hub_write_opts *o,
-                               qtk_hub_writer **wout) {
-    if (!out || !d || !o || !wout) return qtk__err(QTK_E_ARG, "qtk_hub_writer_open: NULL argument");
+qtk_status qtk__hub_writer_open(const char *out, const qtk__desc *d, const qtk__hub_write_opts *o,
+                               qtk__hub_writer **wout) {
+    if (!out || !d || !o || !wout) return qtk__err(QTK_E_ARG, "qtk__hub_writer_open: NULL argument");
     *wout = NULL;
     qtk_hub_layout l = o->layout == QTK_LAYOUT_AUTO ? QTK_LAYOUT_QTK : o->layout;
     if ((unsigned)l >= QTK_LAYOUT_COUNT_ || l == QTK_LAYOUT_NONE)
         return qtk__err(QTK_E_ARG, "cannot write layout '%s'", qtk_hub_layout_name(l));
-    qtk_hub_writer *w = calloc(1, sizeof *w);
+    qtk__hub_writer *w = calloc(1, sizeof *w);
     if (!w) return qtk__err(QTK_E_NOMEM, "out of memory");
     w->d = d;
     w->layout = l;
     w->conv = hub_conv_of(l);
     w->force = o->force;
-    w->is_dir = qtk_hub_out_is_dir(out);
+    w->is_dir = qtk__hub_out_is_dir(out);
     w->out = dup_s(out);
     w->wt = calloc(d->n_tensors ? d->n_tensors : 1, sizeof *w->wt);
     w->wc = (hub_wctx){.d = d, .wt = w->wt, .layout = l, .arena = &w->arena, .notice = o->notice, .ctx = o->ctx};
@@ -511,8 +511,8 @@ qtk_status qtk_hub_writer_open(const char *out, const qtk_ckpt_desc *d, const qt
     return QTK_OK;
 }
 
-qtk_status qtk_hub_writer_put(qtk_hub_writer *w, const void *bytes, size_t len) {
-    if (!w) return qtk__err(QTK_E_ARG, "qtk_hub_writer_put: writer is NULL");
+qtk_status qtk__hub_writer_put(qtk__hub_writer *w, const void *bytes, size_t len) {
+    if (!w) return qtk__err(QTK_E_ARG, "qtk__hub_writer_put: writer is NULL");
     if (w->next >= w->d->n_tensors) return qtk__err(QTK_E_ARG, "all %zu tensors are written already", w->d->n_tensors);
     const qtk_ckpt_tensor *t = &w->d->tensors[w->next];
     if (len != t->nbytes) return qtk__err(QTK_E_LENGTH, "tensor '%s' takes %zu bytes; got %zu", t->name, t->nbytes, len);
@@ -520,7 +520,7 @@ qtk_status qtk_hub_writer_put(qtk_hub_writer *w, const void *bytes, size_t len) 
     wshard *s = &w->sh[w->wt[w->next].shard];
     qtk_status st = QTK_OK;
     if (!w->conv) {
-        st = qtk_ckpt_writer_put(s->w, bytes, len);
+        st = qtk__ckpt_writer_put(s->w, bytes, len);
     } else {
         if (t->quantized && (st = qtk_bytes_check(bytes, len, t->shape, t->rank, &t->scheme)))
             return qtk__err_context(st, "tensor '%s'", t->name);
@@ -530,7 +530,7 @@ qtk_status qtk_hub_writer_put(qtk_hub_writer *w, const void *bytes, size_t len) 
             const uint8_t *src = (const uint8_t *)bytes + p->src_off;
             if (p->constant) src = p->constant;
             else if (p->encode) {
-                st = qtk_buf_reserve(&w->scratch, p->nbytes);
+                st = qtk__buf_reserve(&w->scratch, p->nbytes);
                 if (!st) st = p->encode(&w->wc, p, t, bytes, w->scratch.p);
                 src = w->scratch.p;
             }
@@ -542,12 +542,12 @@ qtk_status qtk_hub_writer_put(qtk_hub_writer *w, const void *bytes, size_t len) 
     return st;
 }
 
-qtk_status qtk_hub_writer_commit(qtk_hub_writer *w) {
-    if (!w) return qtk__err(QTK_E_ARG, "qtk_hub_writer_commit: writer is NULL");
+qtk_status qtk__hub_writer_commit(qtk__hub_writer *w) {
+    if (!w) return qtk__err(QTK_E_ARG, "qtk__hub_writer_commit: writer is NULL");
     qtk_status st = QTK_OK;
     if (w->next != w->d->n_tensors) st = qtk__err(QTK_E_ARG, "only %zu of %zu tensors were written", w->next, w->d->n_tensors);
     for (size_t k = 0; k < w->n_shards && !st; k++) {
-        st = qtk_ckpt_writer_commit(w->sh[k].w);
+        st = qtk__ckpt_writer_commit(w->sh[k].w);
         w->sh[k].w = NULL;
     }
     const char *dir = w->is_dir ? w->tmpdir : w->cfg_dir;
@@ -562,13 +562,13 @@ qtk_status qtk_hub_writer_commit(qtk_hub_writer *w) {
     return st;
 }
 
-qtk_status qtk_hub_write(const char *out, const qtk_ckpt_desc *d, const void *const *bytes, const qtk_hub_write_opts *o) {
-    qtk_hub_writer *w = NULL;
-    qtk_status st = qtk_hub_writer_open(out, d, o, &w);
-    for (size_t i = 0; !st && i < d->n_tensors; i++) st = qtk_hub_writer_put(w, bytes[i], d->tensors[i].nbytes);
+qtk_status qtk__hub_write(const char *out, const qtk__desc *d, const void *const *bytes, const qtk__hub_write_opts *o) {
+    qtk__hub_writer *w = NULL;
+    qtk_status st = qtk__hub_writer_open(out, d, o, &w);
+    for (size_t i = 0; !st && i < d->n_tensors; i++) st = qtk__hub_writer_put(w, bytes[i], d->tensors[i].nbytes);
     if (st) {
-        qtk_hub_writer_abort(w);
+        qtk__hub_writer_abort(w);
         return st;
     }
-    return qtk_hub_writer_commit(w);
+    return qtk__hub_writer_commit(w);
 }

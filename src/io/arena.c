@@ -6,19 +6,19 @@
 #include <stdlib.h>
 #include <string.h>
 
-struct qtk_arena_chunk {
-    qtk_arena_chunk *next;
+struct qtk__arena_chunk {
+    qtk__arena_chunk *next;
     size_t used, cap;
     alignas(max_align_t) unsigned char data[];
 };
 
 #define ARENA_CHUNK 65536u
 
-void *qtk_arena_alloc(qtk_arena *a, size_t n) {
+void *qtk__arena_alloc(qtk__arena *a, size_t n) {
     const size_t al = alignof(max_align_t);
     if (n > SIZE_MAX - al) return NULL;
     n = (n + al - 1) / al * al;
-    qtk_arena_chunk *c = a->head;
+    qtk__arena_chunk *c = a->head;
     if (!c || c->cap - c->used < n) {
         size_t cap = n > ARENA_CHUNK ? n : ARENA_CHUNK;
         if (cap > SIZE_MAX - sizeof *c) return NULL;
@@ -41,21 +41,21 @@ void *qtk_arena_alloc(qtk_arena *a, size_t n) {
     return p;
 }
 
-char *qtk_arena_strndup(qtk_arena *a, const char *s, size_t n) {
+char *qtk__arena_strndup(qtk__arena *a, const char *s, size_t n) {
     if (n == SIZE_MAX) return NULL;
-    char *d = qtk_arena_alloc(a, n + 1);
+    char *d = qtk__arena_alloc(a, n + 1);
     if (!d) return NULL;
     if (n) memcpy(d, s, n);
     d[n] = '\0';
     return d;
 }
 
-char *qtk_arena_strdup(qtk_arena *a, const char *s) { return qtk_arena_strndup(a, s, strlen(s)); }
+char *qtk__arena_strdup(qtk__arena *a, const char *s) { return qtk__arena_strndup(a, s, strlen(s)); }
 
-void qtk_arena_free(qtk_arena *a) {
-    qtk_arena_chunk *c = a->head;
+void qtk__arena_free(qtk__arena *a) {
+    qtk__arena_chunk *c = a->head;
     while (c) {
-        qtk_arena_chunk *n = c->next;
+        qtk__arena_chunk *n = c->next;
         free(c);
         c = n;
     }

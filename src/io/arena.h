@@ -6,17 +6,17 @@
 
 #include <stddef.h>
 
-typedef struct qtk_arena_chunk qtk_arena_chunk;
+typedef struct qtk__arena_chunk qtk__arena_chunk;
 
-typedef struct qtk_arena {
-    qtk_arena_chunk *head;
-} qtk_arena;
+typedef struct qtk__arena {
+    qtk__arena_chunk *head;
+} qtk__arena;
 
 /* n bytes aligned for any scalar type, or NULL when out of memory. */
-void *qtk_arena_alloc(qtk_arena *a, size_t n);
+void *qtk__arena_alloc(qtk__arena *a, size_t n);
 /* A NUL-terminated copy of s[0..n), or NULL when out of memory. */
-char *qtk_arena_strndup(qtk_arena *a, const char *s, size_t n);
-char *qtk_arena_strdup(qtk_arena *a, const char *s);
-void qtk_arena_free(qtk_arena *a);
+char *qtk__arena_strndup(qtk__arena *a, const char *s, size_t n);
+char *qtk__arena_strdup(qtk__arena *a, const char *s);
+void qtk__arena_free(qtk__arena *a);
 
 #endif

@@ -79,14 +79,14 @@ const char *qtk__ckpt_shape_str(const size_t *shape, int rank, char *buf, size_t
 
 /* ---- descriptions ---- */
 
-void qtk_ckpt_desc_init(qtk_ckpt_desc *d) { memset(d, 0, sizeof *d); }
+void qtk__desc_init(qtk__desc *d) { memset(d, 0, sizeof *d); }
 
-void qtk_ckpt_desc_free(qtk_ckpt_desc *d) {
+void qtk__desc_free(qtk__desc *d) {
     if (!d) return;
     free(d->tensors);
     free(d->meta);
     free(d->scalars);
-    qtk_arena_free(&d->arena);
+    qtk__arena_free(&d->arena);
     memset(d, 0, sizeof *d);
 }
 
@@ -102,14 +102,14 @@ static bool grow(void **arr, size_t *cap, size_t n, size_t elem) {
     return true;
 }
 
-static qtk_status add_tensor(qtk_ckpt_desc *d, const char *name, const size_t *shape, int rank, qtk_ckpt_tensor **out) {
+static qtk_status add_tensor(qtk__desc *d, const char *name, const size_t *shape, int rank, qtk_ckpt_tensor **out) {
     if (rank < 0) return qtk__err(QTK_E_SHAPE, "tensor '%s': negative rank", name);
     if (!grow((void **)&d->tensors, &d->cap_tensors, d->n_tensors, sizeof *d->tensors))
         return qtk__err(QTK_E_NOMEM, "out of memory for %zu tensor descriptions", d->n_tensors + 1);
     qtk_ckpt_tensor *t = &d->tensors[d->n_tensors];
     memset(t, 0, sizeof *t);
-    char *nm = qtk_arena_strdup(&d->arena, name);
-    size_t *sh = qtk_arena_alloc(&d->arena, (rank ? (size_t)rank : 1) * sizeof(size_t));
+    char *nm = qtk__arena_strdup(&d->arena, name);
+    size_t *sh = qtk__arena_alloc(&d->arena, (rank ? (size_t)rank : 1) * sizeof(size_t));
     if (!nm || !sh) return qtk__err(QTK_E_NOMEM, "out of memory for tensor '%s'", name);
     size_t numel = 1;
     for (int i = 0; i < rank; i++) {
@@ -128,20 +128,20 @@ static qtk_status add_tensor(qtk_ckpt_desc *d, const char *name, const size_t *s
     return QTK_OK;
 }
 
-qtk_status qtk_ckpt_desc_add_raw(qtk_ckpt_desc *d, const char *name, qtk_elem e, const size_t *shape, int rank,
+qtk_status qtk__desc_add_raw(qtk__desc *d, const char *name, qtk_elem e, const size_t *shape, int rank,
                                  qtk_ckpt_tensor **out) {
     qtk_ckpt_tensor *t;
     qtk_status st = add_tensor(d, name, shape, rank, &t);
     if (st) return st;
     t->elem = e;
-    st = qtk_elem_bytes(e, t->numel, &t->nbytes);
+    st = qtk__elem_bytes(e, t->numel, &t->nbytes);
     if (st) return qtk__err_context(st, "tensor '%s'", name);
     d->n_tensors++;
     if (out) *out = t;
     return QTK_OK;
 }
 
-qtk_status qtk_ckpt_desc_add_quantized(qtk_ckpt_desc *d, const char *name, const qtk_scheme *s, const size_t *shape,
+qtk_status qtk__desc_add_quantized(qtk__desc *d, const char *name, const qtk_scheme *s, const size_t *shape,
                                        int rank, qtk_ckpt_tensor **out) {
     if (rank > QTK_MAX_RANK)
         return qtk__err(QTK_E_UNSUPPORTED, "tensor '%s': a quantized tensor has rank at most %d (got %d)", name,
@@ -160,10 +160,10 @@ qtk_status qtk_ckpt_desc_add_quantized(qtk_ckpt_desc *d, const char *name, const
     return QTK_OK;
 }
 
-qtk_status qtk_ckpt_desc_add_meta(qtk_ckpt_desc *d, const char *key, const char *value) {
+qtk_status qtk__desc_add_meta(qtk__desc *d, const char *key, const char *value) {
     if (!grow((void **)&d->meta, &d->cap_meta, d->n_meta, sizeof *d->meta))
         return qtk__err(QTK_E_NOMEM, "out of memory for metadata");
-    char *k = qtk_arena_strdup(&d->arena, key), *v = qtk_arena_strdup(&d->arena, value);
+    char *k = qtk__arena_strdup(&d->arena, key), *v = qtk__arena_strdup(&d->arena, value);
     if (!k || !v) return qtk__err(QTK_E_NOMEM, "out of memory for metadata '%s'", key);
     d->meta[d->n_meta].key = k;
     d->meta[d->n_meta].value = v;
@@ -171,11 +171,11 @@ qtk_status qtk_ckpt_desc_add_meta(qtk_ckpt_desc *d, const char *key, const char 
     return QTK_OK;
 }
 
-qtk_status qtk_ckpt_desc_add_scalar(qtk_ckpt_desc *d, const qtk_ckpt_scalar *s) {
+qtk_status qtk__desc_add_scalar(qtk__desc *d, const qtk_ckpt_scalar *s) {
     if (!grow((void **)&d->scalars, &d->cap_scalars, d->n_scalars, sizeof *d->scalars))
         return qtk__err(QTK_E_NOMEM, "out of memory for scalars");
     qtk_ckpt_scalar c = *s;
-    c.name = qtk_arena_strdup(&d->arena, s->name);
+    c.name = qtk__arena_strdup(&d->arena, s->name);
     if (!c.name) return qtk__err(QTK_E_NOMEM, "out of memory for scalar '%s'", s->name);
     d->scalars[d->n_scalars++] = c;
     return QTK_OK;
@@ -256,20 +256,20 @@ qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out) {
         return qtk__err(QTK_E_NOMEM, "out of memory");
     }
     memcpy(c->name, name, strlen(name) + 1);
-    qtk_ckpt_desc_init(&c->desc);
+    qtk__desc_init(&c->desc);
     *out = c;
     return QTK_OK;
 }
 
 /* A file, an index or a directory; Hub layouts are recognised (hub.c). */
-qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) { return qtk_hub_open(path, QTK_LAYOUT_AUTO, out); }
+qtk_status qtk_ckpt_open(const char *path, qtk_ckpt **out) { return qtk__hub_open(path, QTK_LAYOUT_AUTO, out); }
 
 qtk_status qtk__ckpt_open_file(const char *path, qtk_ckpt **out) {
     if (!path || !out) return qtk__err(QTK_E_ARG, "qtk_ckpt_open: NULL argument");
     qtk_ckpt *c;
     qtk_status st = qtk__ckpt_new(path, &c);
     if (st) return st;
-    st = qtk_map_open(path, &c->map);
+    st = qtk__map_open(path, &c->map);
     if (!st) st = open_map(c);
     if (st) {
         qtk_ckpt_close(c);
@@ -284,7 +284,7 @@ qtk_status qtk_ckpt_open_buffer(const void *data, size_t len, const char *name, 
     qtk_ckpt *c;
     qtk_status st = qtk__ckpt_new(name ? name : "(buffer)", &c);
     if (st) return st;
-    qtk_map_borrow(&c->map, data, len);
+    qtk__map_borrow(&c->map, data, len);
     st = open_map(c);
     if (!st && c->fmt == QTK_CKPT_SAFETENSORS) st = qtk__hub_wrap(&c, NULL); /* names alone: no config beside */
     if (st) {
@@ -300,15 +300,15 @@ void qtk_ckpt_close(qtk_ckpt *c) {
     if (c->virt) c->virt->close(c->impl);
     const qtk__ckpt_ops *ops = ops_of(c->fmt);
     if (ops && ops->close) ops->close(c);
-    qtk_map_close(&c->map);
-    qtk_ckpt_desc_free(&c->desc);
+    qtk__map_close(&c->map);
+    qtk__desc_free(&c->desc);
     free(c->loc);
     free(c->name);
     free(c);
 }
 
 qtk_ckpt_format qtk_ckpt_format_of(const qtk_ckpt *c) { return c ? c->fmt : QTK_CKPT_UNKNOWN; }
-const qtk_ckpt_desc *qtk_ckpt_desc_of(const qtk_ckpt *c) { return c ? &c->desc : NULL; }
+const qtk__desc *qtk__ckpt_desc(const qtk_ckpt *c) { return c ? &c->desc : NULL; }
 void qtk_ckpt_facts_of(const qtk_ckpt *c, qtk_ckpt_facts *f) { *f = c->facts; }
 size_t qtk_ckpt_offset_of(const qtk_ckpt *c, size_t i) {
     if (c->virt) return i < c->desc.n_tensors ? c->virt->offset_of(c, i) : 0;
@@ -362,19 +362,19 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     return QTK_OK;
 }
 
-void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v) {
+void qtk__ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v) {
     if (!c || !v || v->index >= c->desc.n_tensors) return;
     if (c->virt) {
         c->virt->drop_pages(c, v->index);
         return;
     }
     const qtk__ckpt_loc *loc = &c->loc[v->index];
-    for (unsigned k = 0; k < loc->n; k++) qtk_map_release(&c->map, loc->piece[k].off, loc->piece[k].len);
+    for (unsigned k = 0; k < loc->n; k++) qtk__map_release(&c->map, loc->piece[k].off, loc->piece[k].len);
 }
 
 void qtk_ckpt_unload(qtk_ckpt *c, qtk_ckpt_view *v) {
     if (!c || !v) return;
-    qtk_ckpt_drop_pages(c, v);
+    qtk__ckpt_drop_pages(c, v);
     if (c->virt && c->virt->release) c->virt->release(c, v);
     else free(v->owned);
     memset(v, 0, sizeof *v);
@@ -387,7 +387,7 @@ static int cmp_name(const void *a, const void *b) {
 }
 
 /* Names must be unique in every format (a map key in both burnpack and safetensors). */
-static qtk_status check_unique(const qtk_ckpt_desc *d) {
+static qtk_status check_unique(const qtk__desc *d) {
     if (d->n_tensors < 2) return QTK_OK;
     const char **names = malloc(d->n_tensors * sizeof *names);
     if (!names) return qtk__err(QTK_E_NOMEM, "out of memory");
@@ -400,15 +400,15 @@ static qtk_status check_unique(const qtk_ckpt_desc *d) {
     return st;
 }
 
-qtk_status qtk_ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk_ckpt_desc *desc, int force,
-                                qtk_ckpt_writer **out) {
-    if (!path || !desc || !out) return qtk__err(QTK_E_ARG, "qtk_ckpt_writer_open: NULL argument");
+qtk_status qtk__ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk__desc *desc, int force,
+                                qtk__ckpt_writer **out) {
+    if (!path || !desc || !out) return qtk__err(QTK_E_ARG, "qtk__ckpt_writer_open: NULL argument");
     *out = NULL;
     const qtk__ckpt_ops *ops = ops_of(fmt);
     if (!ops) return qtk__err(QTK_E_ARG, "cannot write format %d", (int)fmt);
     qtk_status st = check_unique(desc);
     if (st) return qtk__err_context(st, "cannot write '%s'", path);
-    qtk_ckpt_writer *w = calloc(1, sizeof *w);
+    qtk__ckpt_writer *w = calloc(1, sizeof *w);
     if (w) w->offsets = malloc((desc->n_tensors ? desc->n_tensors : 1) * sizeof *w->offsets);
     if (!w || !w->offsets) {
         if (w) free(w);
@@ -416,7 +416,7 @@ qtk_status qtk_ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk
     }
     w->ops = ops;
     w->desc = desc;
-    st = qtk_afile_open(&w->file, path, force);
+    st = qtk__afile_open(&w->file, path, force);
     if (st) {
         free(w->offsets);
         free(w);
@@ -425,7 +425,7 @@ qtk_status qtk_ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk
     st = ops->begin(w);
     if (st) {
         qtk__err_context(st, "cannot write %s '%s'", ops->name, path);
-        qtk_ckpt_writer_abort(w);
+        qtk__ckpt_writer_abort(w);
         return st;
     }
     w->data_start = w->file.written;
@@ -433,17 +433,17 @@ qtk_status qtk_ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk
     return QTK_OK;
 }
 
-static qtk_status put_plain(qtk_ckpt_writer *w, const uint8_t *bytes, size_t len) {
+static qtk_status put_plain(qtk__ckpt_writer *w, const uint8_t *bytes, size_t len) {
     size_t at = w->offsets[w->next];
     if (at < w->pos) return qtk__err(QTK_E_INTERNAL, "tensor %zu placed before the write position", w->next);
-    qtk_status st = qtk_afile_zeros(&w->file, at - w->pos);
-    if (!st) st = qtk_afile_write(&w->file, bytes, len);
+    qtk_status st = qtk__afile_zeros(&w->file, at - w->pos);
+    if (!st) st = qtk__afile_write(&w->file, bytes, len);
     if (!st) w->pos = at + len;
     return st;
 }
 
-qtk_status qtk_ckpt_writer_put(qtk_ckpt_writer *w, const void *bytes, size_t len) {
-    if (!w) return qtk__err(QTK_E_ARG, "qtk_ckpt_writer_put: writer is NULL");
+qtk_status qtk__ckpt_writer_put(qtk__ckpt_writer *w, const void *bytes, size_t len) {
+    if (!w) return qtk__err(QTK_E_ARG, "qtk__ckpt_writer_put: writer is NULL");
     if (w->next >= w->desc->n_tensors)
         return qtk__err(QTK_E_ARG, "all %zu tensors are written already", w->desc->n_tensors);
     const qtk_ckpt_tensor *t = &w->desc->tensors[w->next];
@@ -460,7 +460,7 @@ qtk_status qtk_ckpt_writer_put(qtk_ckpt_writer *w, const void *bytes, size_t len
     return QTK_OK;
 }
 
-qtk_status qtk__ckpt_writer_put_at(qtk_ckpt_writer *w, size_t j, const void *bytes, size_t len) {
+qtk_status qtk__ckpt_writer_put_at(qtk__ckpt_writer *w, size_t j, const void *bytes, size_t len) {
     if (!w || j >= w->desc->n_tensors) return qtk__err(QTK_E_ARG, "qtk__ckpt_writer_put_at: no tensor %zu", j);
     const qtk_ckpt_tensor *t = &w->desc->tensors[j];
     if (w->ops->put) return qtk__err(QTK_E_INTERNAL, "format %s writes tensors in order only", w->ops->name);
@@ -472,23 +472,23 @@ qtk_status qtk__ckpt_writer_put_at(qtk_ckpt_writer *w, size_t j, const void *byt
         qtk_status st = qtk_bytes_check(bytes, len, t->shape, t->rank, &t->scheme);
         if (st) return qtk__err_context(st, "tensor '%s'", t->name);
     }
-    qtk_status st = qtk_afile_write_at(&w->file, w->data_start + w->offsets[j], bytes, len);
+    qtk_status st = qtk__afile_write_at(&w->file, w->data_start + w->offsets[j], bytes, len);
     if (st) return st;
     w->put_done[j] = 1;
     w->next++; /* a count here: commit checks that all were written */
     return QTK_OK;
 }
 
-qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
-    if (!w) return qtk__err(QTK_E_ARG, "qtk_ckpt_writer_commit: writer is NULL");
+qtk_status qtk__ckpt_writer_commit(qtk__ckpt_writer *w) {
+    if (!w) return qtk__err(QTK_E_ARG, "qtk__ckpt_writer_commit: writer is NULL");
     qtk_status st = QTK_OK;
     if (w->next != w->desc->n_tensors)
         st = qtk__err(QTK_E_ARG, "only %zu of %zu tensors were written", w->next, w->desc->n_tensors);
     if (st) {
-        qtk_ckpt_writer_abort(w);
+        qtk__ckpt_writer_abort(w);
         return st;
     }
-    st = qtk_afile_commit(&w->file); /* removes the temporary file itself on failure */
+    st = qtk__afile_commit(&w->file); /* removes the temporary file itself on failure */
     if (w->ops && w->ops->wfree) w->ops->wfree(w);
     free(w->put_done);
     free(w->offsets);
@@ -496,26 +496,26 @@ qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w) {
     return st;
 }
 
-void qtk_ckpt_writer_abort(qtk_ckpt_writer *w) {
+void qtk__ckpt_writer_abort(qtk__ckpt_writer *w) {
     if (!w) return;
-    qtk_afile_abort(&w->file);
+    qtk__afile_abort(&w->file);
     if (w->ops && w->ops->wfree) w->ops->wfree(w);
     free(w->put_done);
     free(w->offsets);
     free(w);
 }
 
-qtk_status qtk_ckpt_write(const char *path, qtk_ckpt_format fmt, const qtk_ckpt_desc *desc, const void *const *bytes,
+qtk_status qtk__ckpt_write(const char *path, qtk_ckpt_format fmt, const qtk__desc *desc, const void *const *bytes,
                           int force) {
-    qtk_ckpt_writer *w;
-    qtk_status st = qtk_ckpt_writer_open(path, fmt, desc, force, &w);
+    qtk__ckpt_writer *w;
+    qtk_status st = qtk__ckpt_writer_open(path, fmt, desc, force, &w);
     if (st) return st;
     for (size_t i = 0; i < desc->n_tensors; i++) {
-        st = qtk_ckpt_writer_put(w, bytes[i], desc->tensors[i].nbytes);
+        st = qtk__ckpt_writer_put(w, bytes[i], desc->tensors[i].nbytes);
         if (st) {
-            qtk_ckpt_writer_abort(w);
+            qtk__ckpt_writer_abort(w);
             return st;
         }
     }
-    return qtk_ckpt_writer_commit(w);
+    return qtk__ckpt_writer_commit(w);
 }

@@ -71,14 +71,14 @@ typedef enum qtk_elem {
 
 const char *qtk_elem_name(qtk_elem e); /* "F32", "BF16", "Bool(U32)", ... */
 unsigned qtk_elem_bits(qtk_elem e);    /* bits per element; 0 for NONE */
-/* true for element types qtk_elem_to_f32 decodes: floats of every width except FNUZ and
+/* true for element types qtk__elem_to_f32 decodes: floats of every width except FNUZ and
  * FP6. These are the tensors convert and eval may quantize. */
 bool qtk_elem_is_float(qtk_elem e);
 /* Bytes of numel elements; an error when numel x bits is not a whole number of bytes
  * (F4/F6) or overflows. */
-qtk_status qtk_elem_bytes(qtk_elem e, size_t numel, size_t *out);
+qtk_status qtk__elem_bytes(qtk_elem e, size_t numel, size_t *out);
 /* Decodes numel elements (little-endian, any alignment) to f32. F64 rounds to nearest. */
-qtk_status qtk_elem_to_f32(qtk_elem e, const uint8_t *src, size_t numel, float *dst);
+qtk_status qtk__elem_to_f32(qtk_elem e, const uint8_t *src, size_t numel, float *dst);
 
 typedef struct qtk_ckpt_tensor {
     const char *name;     /* UTF-8, no NUL */
@@ -104,9 +104,9 @@ typedef struct qtk_ckpt_tensor {
     bool decoded;
 } qtk_ckpt_tensor;
 
-typedef struct qtk_ckpt_kv {
+typedef struct qtk__kv {
     const char *key, *value;
-} qtk_ckpt_kv;
+} qtk__kv;
 
 typedef enum qtk_scalar_kind { QTK_SCALAR_INT, QTK_SCALAR_UINT, QTK_SCALAR_FLOAT, QTK_SCALAR_BOOL } qtk_scalar_kind;
 
@@ -121,27 +121,27 @@ typedef struct qtk_ckpt_scalar {
 } qtk_ckpt_scalar;
 
 /* A checkpoint's description. Everything it points to is owned by its arena. */
-typedef struct qtk_ckpt_desc {
+typedef struct qtk__desc {
     qtk_ckpt_tensor *tensors;
     size_t n_tensors, cap_tensors;
-    qtk_ckpt_kv *meta;
+    qtk__kv *meta;
     size_t n_meta, cap_meta;
     qtk_ckpt_scalar *scalars;
     size_t n_scalars, cap_scalars;
-    qtk_arena arena;
-} qtk_ckpt_desc;
+    qtk__arena arena;
+} qtk__desc;
 
-void qtk_ckpt_desc_init(qtk_ckpt_desc *d);
-void qtk_ckpt_desc_free(qtk_ckpt_desc *d);
+void qtk__desc_init(qtk__desc *d);
+void qtk__desc_free(qtk__desc *d);
 /* Appends a tensor, copying name and shape into the arena; *out (optional) points at the
  * new entry (valid until the next append). The byte count is computed from elem or scheme:
  * an error when the scheme does not fit the shape. */
-qtk_status qtk_ckpt_desc_add_raw(qtk_ckpt_desc *d, const char *name, qtk_elem e, const size_t *shape, int rank,
+qtk_status qtk__desc_add_raw(qtk__desc *d, const char *name, qtk_elem e, const size_t *shape, int rank,
                                  qtk_ckpt_tensor **out);
-qtk_status qtk_ckpt_desc_add_quantized(qtk_ckpt_desc *d, const char *name, const qtk_scheme *s,
+qtk_status qtk__desc_add_quantized(qtk__desc *d, const char *name, const qtk_scheme *s,
                                        const size_t *shape, int rank, qtk_ckpt_tensor **out);
-qtk_status qtk_ckpt_desc_add_meta(qtk_ckpt_desc *d, const char *key, const char *value);
-qtk_status qtk_ckpt_desc_add_scalar(qtk_ckpt_desc *d, const qtk_ckpt_scalar *s);
+qtk_status qtk__desc_add_meta(qtk__desc *d, const char *key, const char *value);
+qtk_status qtk__desc_add_scalar(qtk__desc *d, const qtk_ckpt_scalar *s);
 
 /* ---- reading ---- */
 
@@ -157,7 +157,7 @@ void qtk_ckpt_close(qtk_ckpt *c);
 
 qtk_ckpt_format qtk_ckpt_format_of(const qtk_ckpt *c);
 /* Tensors in the order of their bytes in the file; metadata in file order. */
-const qtk_ckpt_desc *qtk_ckpt_desc_of(const qtk_ckpt *c);
+const qtk__desc *qtk__ckpt_desc(const qtk_ckpt *c);
 /* Container facts for inspect: file size, header + metadata bytes, where data starts, and
  * a one-line format-specific note ("version 1, metadata 1398 bytes"). */
 typedef struct qtk_ckpt_facts {
@@ -183,29 +183,29 @@ qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
 void qtk_ckpt_unload(qtk_ckpt *c, qtk_ckpt_view *v);
 /* Gives the mapped pages of a view back early, once its bytes have been copied or decoded
  * elsewhere: v->data must not be read again (qtk_ckpt_unload is still due). */
-void qtk_ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v);
+void qtk__ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v);
 
 /* ---- writing ---- */
 
-typedef struct qtk_ckpt_writer qtk_ckpt_writer;
+typedef struct qtk__ckpt_writer qtk__ckpt_writer;
 
 /* Starts writing desc (kept alive by the caller until commit or abort) as format fmt to
  * path: validates it for the format (names unique, dtypes and schemes representable) and
  * writes the header to a temporary file beside path. force = 0 refuses to replace an
  * existing file. */
-qtk_status qtk_ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk_ckpt_desc *desc, int force,
-                                qtk_ckpt_writer **out);
+qtk_status qtk__ckpt_writer_open(const char *path, qtk_ckpt_format fmt, const qtk__desc *desc, int force,
+                                qtk__ckpt_writer **out);
 /* The next tensor's bytes, in description order; len must be the tensor's nbytes.
  * Quantized bytes are checked with qtk_bytes_check. */
-qtk_status qtk_ckpt_writer_put(qtk_ckpt_writer *w, const void *bytes, size_t len);
+qtk_status qtk__ckpt_writer_put(qtk__ckpt_writer *w, const void *bytes, size_t len);
 /* Checks every tensor was written, flushes, renames into place, frees w. On error nothing
  * is left behind. */
-qtk_status qtk_ckpt_writer_commit(qtk_ckpt_writer *w);
+qtk_status qtk__ckpt_writer_commit(qtk__ckpt_writer *w);
 /* Discards the output and frees w (NULL is fine). */
-void qtk_ckpt_writer_abort(qtk_ckpt_writer *w);
+void qtk__ckpt_writer_abort(qtk__ckpt_writer *w);
 
 /* Writes a whole description whose tensors' bytes are in memory (tests, small files). */
-qtk_status qtk_ckpt_write(const char *path, qtk_ckpt_format fmt, const qtk_ckpt_desc *desc,
+qtk_status qtk__ckpt_write(const char *path, qtk_ckpt_format fmt, const qtk__desc *desc,
                           const void *const *bytes, int force);
 
 #endif

@@ -12,12 +12,12 @@
 
 /* Where a tensor's bytes are: one or more ranges of the file, concatenated in order (a
  * quantized tensor of the safetensors convention is values + scales + global + table). */
-#define QTK_CKPT_MAX_PIECES 4
+#define QTK__MAX_PIECES 4
 typedef struct qtk__ckpt_piece {
     size_t off, len; /* absolute file offset */
 } qtk__ckpt_piece;
 typedef struct qtk__ckpt_loc {
-    qtk__ckpt_piece piece[QTK_CKPT_MAX_PIECES];
+    qtk__ckpt_piece piece[QTK__MAX_PIECES];
     unsigned n;
 } qtk__ckpt_loc;
 
@@ -37,8 +37,8 @@ typedef struct qtk__ckpt_virt {
 struct qtk_ckpt {
     qtk_ckpt_format fmt;
     char *name;           /* path, for messages */
-    qtk_mapfile map;
-    qtk_ckpt_desc desc;
+    qtk__mapfile map;
+    qtk__desc desc;
     qtk__ckpt_loc *loc;   /* parallel to desc.tensors */
     size_t cap_loc;
     qtk_ckpt_facts facts;
@@ -47,10 +47,10 @@ struct qtk_ckpt {
     void *impl;           /* its state (virt->close frees it) */
 };
 
-struct qtk_ckpt_writer {
-    qtk_afile file;
+struct qtk__ckpt_writer {
+    qtk__afile file;
     const struct qtk__ckpt_ops *ops;
-    const qtk_ckpt_desc *desc;
+    const qtk__desc *desc;
     size_t next;          /* tensors written so far */
     size_t pos;           /* bytes written into the data section */
     size_t *offsets;      /* per tensor: start relative to the data section (set by begin) */
@@ -69,10 +69,10 @@ typedef struct qtk__ckpt_ops {
     qtk_status (*parse)(qtk_ckpt *c);
     /* Validates w->desc for the format, sets w->offsets/data_end, and writes everything
      * before the tensor data. */
-    qtk_status (*begin)(qtk_ckpt_writer *w);
+    qtk_status (*begin)(qtk__ckpt_writer *w);
     /* Optional: writes tensor w->next (NULL: zero-fill up to its offset, then the bytes as
      * they are — right for formats that store Burn's layout). */
-    qtk_status (*put)(qtk_ckpt_writer *w, const uint8_t *bytes, size_t len);
+    qtk_status (*put)(qtk__ckpt_writer *w, const uint8_t *bytes, size_t len);
     /* Optional: produces tensor i's bytes (a format whose tensors are not stored in the
      * description's layout and must be translated on load, GGUF); sets v->data and, for a
      * buffer it allocated, v->owned (freed by qtk_ckpt_unload). NULL: the bytes are the
@@ -80,7 +80,7 @@ typedef struct qtk__ckpt_ops {
     qtk_status (*load)(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
     /* Optional: frees c->priv / w->priv. */
     void (*close)(qtk_ckpt *c);
-    void (*wfree)(qtk_ckpt_writer *w);
+    void (*wfree)(qtk__ckpt_writer *w);
 } qtk__ckpt_ops;
 
 extern const qtk__ckpt_ops qtk__burnpack_ops;
@@ -96,7 +96,7 @@ qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out);
 qtk_status qtk__hub_wrap(qtk_ckpt **c, const char *dir);
 /* Writes tensor j of the writer's description at its place, in any order (formats without
  * a put hook); commit still checks that every tensor was written once. */
-qtk_status qtk__ckpt_writer_put_at(qtk_ckpt_writer *w, size_t j, const void *bytes, size_t len);
+qtk_status qtk__ckpt_writer_put_at(qtk__ckpt_writer *w, size_t j, const void *bytes, size_t len);
 
 /* Appends a location for the tensor just added to c->desc. */
 qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc);
@@ -114,6 +114,6 @@ bool qtk__utf8_ok(const char *s, size_t n);
 /* "64x32" / "scalar" into buf. */
 const char *qtk__ckpt_shape_str(const size_t *shape, int rank, char *buf, size_t cap);
 
-#define QTK_CKPT_ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
+#define QTK__ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 
 #endif

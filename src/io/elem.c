@@ -7,7 +7,7 @@
 typedef struct {
     const char *name;
     unsigned bits;
-    bool is_float; /* decodable by qtk_elem_to_f32 */
+    bool is_float; /* decodable by qtk__elem_to_f32 */
 } elem_info;
 
 static const elem_info elems[QTK_ELEM_COUNT_] = {
@@ -45,7 +45,7 @@ const char *qtk_elem_name(qtk_elem e) { return (unsigned)e < QTK_ELEM_COUNT_ ? e
 unsigned qtk_elem_bits(qtk_elem e) { return valid(e) ? elems[e].bits : 0; }
 bool qtk_elem_is_float(qtk_elem e) { return valid(e) && elems[e].is_float; }
 
-qtk_status qtk_elem_bytes(qtk_elem e, size_t numel, size_t *out) {
+qtk_status qtk__elem_bytes(qtk_elem e, size_t numel, size_t *out) {
     if (!valid(e)) return qtk__err(QTK_E_ARG, "element type %d is not a qtk_elem", (int)e);
     size_t bits;
     if (!qtk__mul_ok(numel, elems[e].bits, &bits))
@@ -64,7 +64,7 @@ static double ld_f64(const uint8_t *p) {
     return d;
 }
 
-qtk_status qtk_elem_to_f32(qtk_elem e, const uint8_t *src, size_t numel, float *dst) {
+qtk_status qtk__elem_to_f32(qtk_elem e, const uint8_t *src, size_t numel, float *dst) {
     if (!qtk_elem_is_float(e)) return qtk__err(QTK_E_UNSUPPORTED, "%s elements do not decode to f32", qtk_elem_name(e));
     switch (e) {
     case QTK_ELEM_F64:

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-void qtk_io_free(void *p) { free(p); }
+void qtk__io_free(void *p) { free(p); }
 
-qtk_status qtk_io_read_file(const char *path, uint8_t **data, size_t *len) {
+qtk_status qtk__io_read_file(const char *path, uint8_t **data, size_t *len) {
     *data = NULL;
     *len = 0;
     FILE *f = fopen(path, "rb");
@@ -46,7 +46,7 @@ static char *dup_str(const char *s) {
     return d;
 }
 
-qtk_status qtk_afile_open(qtk_afile *a, const char *path, int force) {
+qtk_status qtk__afile_open(qtk__afile *a, const char *path, int force) {
     memset(a, 0, sizeof *a);
     struct stat sb;
     if (!force && stat(path, &sb) == 0)
@@ -55,7 +55,7 @@ qtk_status qtk_afile_open(qtk_afile *a, const char *path, int force) {
     a->path = dup_str(path);
     a->tmp = malloc(n + 16);
     if (!a->path || !a->tmp) {
-        qtk_afile_abort(a);
+        qtk__afile_abort(a);
         return qtk__err(QTK_E_NOMEM, "out of memory");
     }
     memcpy(a->tmp, path, n);
@@ -65,20 +65,20 @@ qtk_status qtk_afile_open(qtk_afile *a, const char *path, int force) {
         int e = errno;
         free(a->tmp);
         a->tmp = NULL;
-        qtk_afile_abort(a);
+        qtk__afile_abort(a);
         return qtk__err(QTK_E_IO, "cannot create a file beside '%s': %s", path, strerror(e));
     }
     fchmod(fd, 0644);
     a->f = fdopen(fd, "wb");
     if (!a->f) {
         close(fd);
-        qtk_afile_abort(a);
+        qtk__afile_abort(a);
         return qtk__err(QTK_E_IO, "cannot open a temporary file for '%s'", path);
     }
     return QTK_OK;
 }
 
-qtk_status qtk_afile_write(qtk_afile *a, const void *data, size_t n) {
+qtk_status qtk__afile_write(qtk__afile *a, const void *data, size_t n) {
     if (a->err) return a->err;
     if (n && fwrite(data, 1, n, a->f) != n) {
         a->err = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
@@ -88,27 +88,27 @@ qtk_status qtk_afile_write(qtk_afile *a, const void *data, size_t n) {
     return QTK_OK;
 }
 
-qtk_status qtk_afile_write_at(qtk_afile *a, size_t off, const void *data, size_t n) {
+qtk_status qtk__afile_write_at(qtk__afile *a, size_t off, const void *data, size_t n) {
     if (a->err) return a->err;
     if (off > (size_t)INT64_MAX || fseeko(a->f, (off_t)off, SEEK_SET) != 0) {
         a->err = qtk__err(QTK_E_IO, "cannot seek in '%s' to byte %zu: %s", a->path, off, strerror(errno));
         return a->err;
     }
-    return qtk_afile_write(a, data, n);
+    return qtk__afile_write(a, data, n);
 }
 
-qtk_status qtk_afile_zeros(qtk_afile *a, size_t n) {
+qtk_status qtk__afile_zeros(qtk__afile *a, size_t n) {
     static const uint8_t z[4096];
     while (n) {
         size_t k = n < sizeof z ? n : sizeof z;
-        qtk_status st = qtk_afile_write(a, z, k);
+        qtk_status st = qtk__afile_write(a, z, k);
         if (st) return st;
         n -= k;
     }
     return QTK_OK;
 }
 
-qtk_status qtk_afile_commit(qtk_afile *a) {
+qtk_status qtk__afile_commit(qtk__afile *a) {
     qtk_status st = a->err;
     if (!st && fflush(a->f) != 0) st = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
     if (!st && fsync(fileno(a->f)) != 0 && errno != EINVAL)
@@ -118,7 +118,7 @@ qtk_status qtk_afile_commit(qtk_afile *a) {
     if (!st && rename(a->tmp, a->path) != 0)
         st = qtk__err(QTK_E_IO, "cannot rename the output into '%s': %s", a->path, strerror(errno));
     if (st) {
-        qtk_afile_abort(a);
+        qtk__afile_abort(a);
         return st;
     }
     free(a->tmp);
@@ -127,7 +127,7 @@ qtk_status qtk_afile_commit(qtk_afile *a) {
     return QTK_OK;
 }
 
-void qtk_afile_abort(qtk_afile *a) {
+void qtk__afile_abort(qtk__afile *a) {
     if (a->f) fclose(a->f);
     if (a->tmp) unlink(a->tmp);
     free(a->tmp);
@@ -135,14 +135,14 @@ void qtk_afile_abort(qtk_afile *a) {
     memset(a, 0, sizeof *a);
 }
 
-qtk_status qtk_io_write_file(const char *path, const void *data, size_t len, int force) {
-    qtk_afile a;
-    qtk_status st = qtk_afile_open(&a, path, force);
+qtk_status qtk__io_write_file(const char *path, const void *data, size_t len, int force) {
+    qtk__afile a;
+    qtk_status st = qtk__afile_open(&a, path, force);
     if (st) return st;
-    st = qtk_afile_write(&a, data, len);
+    st = qtk__afile_write(&a, data, len);
     if (st) {
-        qtk_afile_abort(&a);
+        qtk__afile_abort(&a);
         return st;
     }
-    return qtk_afile_commit(&a);
+    return qtk__afile_commit(&a);
 }

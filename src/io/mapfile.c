@@ -11,7 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-qtk_status qtk_map_open(const char *path, qtk_mapfile *m) {
+qtk_status qtk__map_open(const char *path, qtk__mapfile *m) {
     memset(m, 0, sizeof *m);
     int fd = open(path, O_RDONLY);
     if (fd < 0) return qtk__err(QTK_E_IO, "cannot open '%s': %s", path, strerror(errno));
@@ -49,13 +49,13 @@ qtk_status qtk_map_open(const char *path, qtk_mapfile *m) {
     return QTK_OK;
 }
 
-void qtk_map_borrow(qtk_mapfile *m, const void *data, size_t len) {
+void qtk__map_borrow(qtk__mapfile *m, const void *data, size_t len) {
     m->data = len ? data : NULL;
     m->len = len;
     m->mapped = false;
 }
 
-void qtk_map_release(qtk_mapfile *m, size_t off, size_t len) {
+void qtk__map_release(qtk__mapfile *m, size_t off, size_t len) {
 #ifdef MADV_DONTNEED
     if (!m->mapped || !m->data || len == 0 || off >= m->len) return;
     if (len > m->len - off) len = m->len - off;
@@ -74,7 +74,7 @@ void qtk_map_release(qtk_mapfile *m, size_t off, size_t len) {
 #endif
 }
 
-void qtk_map_close(qtk_mapfile *m) {
+void qtk__map_close(qtk__mapfile *m) {
     if (m->mapped && m->data) munmap((void *)(uintptr_t)m->data, m->len);
     memset(m, 0, sizeof *m);
 }

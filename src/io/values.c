@@ -6,7 +6,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-qtk_status qtk_buf_reserve(qtk_buf *b, size_t n) {
+qtk_status qtk__buf_reserve(qtk__buf *b, size_t n) {
     if (n <= b->cap && b->p) return QTK_OK;
     free(b->p);
     b->p = malloc(n ? n : 1);
@@ -15,13 +15,13 @@ qtk_status qtk_buf_reserve(qtk_buf *b, size_t n) {
     return QTK_OK;
 }
 
-void qtk_buf_free(qtk_buf *b) {
+void qtk__buf_free(qtk__buf *b) {
     free(b->p);
     b->p = NULL;
     b->cap = 0;
 }
 
-qtk_status qtk_values_f32(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk_buf *buf, const float **out) {
+qtk_status qtk__values_f32(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk__buf *buf, const float **out) {
     size_t need;
     if (!qtk__mul_ok(t->numel, sizeof(float), &need)) return qtk__err(QTK_E_SHAPE, "tensor '%s' is too large", t->name);
 #if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
@@ -32,12 +32,12 @@ qtk_status qtk_values_f32(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk_bu
         return QTK_OK;
     }
 #endif
-    qtk_status st = qtk_buf_reserve(buf, need);
+    qtk_status st = qtk__buf_reserve(buf, need);
     if (st) return st;
     if (t->quantized)
         st = qtk_dequantize_bytes(bytes, t->nbytes, t->shape, t->rank, &t->scheme, QTK_DTYPE_F32, buf->p, t->numel);
     else
-        st = qtk_elem_to_f32(t->elem, bytes, t->numel, buf->p);
+        st = qtk__elem_to_f32(t->elem, bytes, t->numel, buf->p);
     if (st) return qtk__err_context(st, "tensor '%s'", t->name);
     *out = buf->p;
     return QTK_OK;

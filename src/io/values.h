@@ -5,17 +5,17 @@
 
 #include "io/checkpoint.h"
 
-typedef struct qtk_buf {
+typedef struct qtk__buf {
     void *p;
     size_t cap;
-} qtk_buf;
+} qtk__buf;
 
 /* Makes b hold at least n bytes (contents not kept). */
-qtk_status qtk_buf_reserve(qtk_buf *b, size_t n);
-void qtk_buf_free(qtk_buf *b);
+qtk_status qtk__buf_reserve(qtk__buf *b, size_t n);
+void qtk__buf_free(qtk__buf *b);
 
 /* The tensor's values as f32: raw float elements are decoded (f32 data that is aligned is
  * used in place, no copy), quantized ones dequantized. *out points into bytes or into buf. */
-qtk_status qtk_values_f32(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk_buf *buf, const float **out);
+qtk_status qtk__values_f32(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk__buf *buf, const float **out);
 
 #endif

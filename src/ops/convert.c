@@ -22,16 +22,16 @@ static int cmp_hint(const void *a, const void *b) {
 }
 
 /* The input's "qtk:file_type:NAME" metadata, sorted by NAME (NULL when there is none). */
-static file_type_hint *hints_of(const qtk_ckpt_desc *in, size_t *n) {
-    size_t pl = strlen(QTK_META_FILE_TYPE), k = 0;
+static file_type_hint *hints_of(const qtk__desc *in, size_t *n) {
+    size_t pl = strlen(QTK__META_FILE_TYPE), k = 0;
     *n = 0;
-    for (size_t i = 0; i < in->n_meta; i++) k += strncmp(in->meta[i].key, QTK_META_FILE_TYPE, pl) == 0;
+    for (size_t i = 0; i < in->n_meta; i++) k += strncmp(in->meta[i].key, QTK__META_FILE_TYPE, pl) == 0;
     if (!k) return NULL;
     file_type_hint *h = malloc(k * sizeof *h);
     if (!h) return NULL;
     k = 0;
     for (size_t i = 0; i < in->n_meta; i++)
-        if (strncmp(in->meta[i].key, QTK_META_FILE_TYPE, pl) == 0) h[k++] = (file_type_hint){in->meta[i].key + pl, in->meta[i].value};
+        if (strncmp(in->meta[i].key, QTK__META_FILE_TYPE, pl) == 0) h[k++] = (file_type_hint){in->meta[i].key + pl, in->meta[i].value};
     qsort(h, k, sizeof *h, cmp_hint);
     *n = k;
     return h;
@@ -48,16 +48,16 @@ static const char *hint_for(const qtk_ckpt_tensor *t, const file_type_hint *h, s
 
 /* GGUF output holds only the schemes a ggml type holds exactly: a tensor kept in another
  * scheme is dequantized to F32 (its values unchanged), a scheme asked for is refused. */
-static qtk_status gguf_fit(const qtk_ckpt_tensor *t, const char *hint, qtk_decision *d) {
+static qtk_status gguf_fit(const qtk_ckpt_tensor *t, const char *hint, qtk__decision *d) {
     qtk_ckpt_tensor probe = *t;
     char why[400];
     if (d->act == QTK_ACT_QUANTIZE) {
         probe.quantized = true;
         probe.scheme = d->scheme;
-        if (qtk_gguf_writable(&probe, NULL, why, sizeof why)) return QTK_OK;
+        if (qtk__gguf_writable(&probe, NULL, why, sizeof why)) return QTK_OK;
         return qtk__err(QTK_E_UNSUPPORTED, "tensor '%s' cannot be written to GGUF in the scheme asked for: %s", t->name, why);
     }
-    if (d->act != QTK_ACT_KEEP || !t->quantized || qtk_gguf_writable(t, hint, why, sizeof why)) return QTK_OK;
+    if (d->act != QTK_ACT_KEEP || !t->quantized || qtk__gguf_writable(t, hint, why, sizeof why)) return QTK_OK;
     d->act = QTK_ACT_DEQUANTIZE;
     d->elem = QTK_ELEM_F32;
     snprintf(d->why, sizeof d->why, "GGUF has no ggml type for its scheme: written as F32");
@@ -65,23 +65,23 @@ static qtk_status gguf_fit(const qtk_ckpt_tensor *t, const char *hint, qtk_decis
 }
 
 /* The output description: one entry per input tensor, in input order. */
-static qtk_status plan(const qtk_ckpt_desc *in, const qtk_convert_opts *o, qtk_ckpt_format fmt, qtk_ckpt_desc *out,
-                       qtk_decision *dec) {
+static qtk_status plan(const qtk__desc *in, const qtk__convert_opts *o, qtk_ckpt_format fmt, qtk__desc *out,
+                       qtk__decision *dec) {
     size_t nh = 0;
     file_type_hint *hints = hints_of(in, &nh);
     qtk_status st0 = QTK_OK;
     for (size_t i = 0; i < in->n_tensors && !st0; i++) {
         const qtk_ckpt_tensor *t = &in->tensors[i];
-        qtk_decision *d = &dec[i];
-        qtk_select_decide(o->select, t, d);
+        qtk__decision *d = &dec[i];
+        qtk__select_decide(o->select, t, d);
         const char *hint = hint_for(t, hints, nh);
         if (fmt == QTK_CKPT_GGUF && (st0 = gguf_fit(t, hint, d))) break;
         qtk_ckpt_tensor *nt = NULL;
         qtk_status st;
-        if (d->act == QTK_ACT_QUANTIZE) st = qtk_ckpt_desc_add_quantized(out, t->name, &d->scheme, t->shape, t->rank, &nt);
-        else if (d->act == QTK_ACT_DEQUANTIZE) st = qtk_ckpt_desc_add_raw(out, t->name, d->elem, t->shape, t->rank, &nt);
-        else if (t->quantized) st = qtk_ckpt_desc_add_quantized(out, t->name, &t->scheme, t->shape, t->rank, &nt);
-        else st = qtk_ckpt_desc_add_raw(out, t->name, t->elem, t->shape, t->rank, &nt);
+        if (d->act == QTK_ACT_QUANTIZE) st = qtk__desc_add_quantized(out, t->name, &d->scheme, t->shape, t->rank, &nt);
+        else if (d->act == QTK_ACT_DEQUANTIZE) st = qtk__desc_add_raw(out, t->name, d->elem, t->shape, t->rank, &nt);
+        else if (t->quantized) st = qtk__desc_add_quantized(out, t->name, &t->scheme, t->shape, t->rank, &nt);
+        else st = qtk__desc_add_raw(out, t->name, t->elem, t->shape, t->rank, &nt);
         if (st) {
             st0 = st;
             break;
@@ -89,31 +89,31 @@ static qtk_status plan(const qtk_ckpt_desc *in, const qtk_convert_opts *o, qtk_c
         nt->has_param_id = t->has_param_id;
         nt->param_id = t->param_id;
         /* a copied tensor keeps the hint of its ggml type for a GGUF writer */
-        if (d->act == QTK_ACT_KEEP && hint && !(nt->file_type = qtk_arena_strdup(&out->arena, hint)))
+        if (d->act == QTK_ACT_KEEP && hint && !(nt->file_type = qtk__arena_strdup(&out->arena, hint)))
             st0 = qtk__err(QTK_E_NOMEM, "out of memory");
         if (o->plan) o->plan(o->ctx, t, nt, d);
     }
     free(hints);
     if (st0) return st0;
     for (size_t i = 0; i < in->n_meta; i++) {
-        if (strncmp(in->meta[i].key, QTK_META_FILE_TYPE, strlen(QTK_META_FILE_TYPE)) == 0) continue; /* renewed below */
-        qtk_status st = qtk_ckpt_desc_add_meta(out, in->meta[i].key, in->meta[i].value);
+        if (strncmp(in->meta[i].key, QTK__META_FILE_TYPE, strlen(QTK__META_FILE_TYPE)) == 0) continue; /* renewed below */
+        qtk_status st = qtk__desc_add_meta(out, in->meta[i].key, in->meta[i].value);
         if (st) return st;
     }
     /* formats without a place for a ggml type carry it as metadata */
     for (size_t i = 0; i < out->n_tensors && fmt != QTK_CKPT_GGUF; i++) {
         const qtk_ckpt_tensor *t = &out->tensors[i];
         if (!t->file_type) continue;
-        char *key = malloc(strlen(QTK_META_FILE_TYPE) + strlen(t->name) + 1);
+        char *key = malloc(strlen(QTK__META_FILE_TYPE) + strlen(t->name) + 1);
         if (!key) return qtk__err(QTK_E_NOMEM, "out of memory");
-        strcpy(key, QTK_META_FILE_TYPE);
+        strcpy(key, QTK__META_FILE_TYPE);
         strcat(key, t->name);
-        qtk_status st = qtk_ckpt_desc_add_meta(out, key, t->file_type);
+        qtk_status st = qtk__desc_add_meta(out, key, t->file_type);
         free(key);
         if (st) return st;
     }
     for (size_t i = 0; i < in->n_scalars; i++) {
-        qtk_status st = qtk_ckpt_desc_add_scalar(out, &in->scalars[i]);
+        qtk_status st = qtk__desc_add_scalar(out, &in->scalars[i]);
         if (st) return st;
     }
     return QTK_OK;
@@ -121,22 +121,22 @@ static qtk_status plan(const qtk_ckpt_desc *in, const qtk_convert_opts *o, qtk_c
 
 /* Where converted tensors go: a checkpoint writer, or the Hub writer (layouts, shards). */
 typedef struct {
-    qtk_ckpt_writer *w;
-    qtk_hub_writer *h;
+    qtk__ckpt_writer *w;
+    qtk__hub_writer *h;
 } sink;
 
 static qtk_status sink_put(sink *k, const void *bytes, size_t len) {
-    return k->h ? qtk_hub_writer_put(k->h, bytes, len) : qtk_ckpt_writer_put(k->w, bytes, len);
+    return k->h ? qtk__hub_writer_put(k->h, bytes, len) : qtk__ckpt_writer_put(k->w, bytes, len);
 }
 static qtk_status sink_commit(sink *k) {
-    qtk_status st = k->h ? qtk_hub_writer_commit(k->h) : qtk_ckpt_writer_commit(k->w);
+    qtk_status st = k->h ? qtk__hub_writer_commit(k->h) : qtk__ckpt_writer_commit(k->w);
     k->h = NULL;
     k->w = NULL;
     return st;
 }
 static void sink_abort(sink *k) {
-    qtk_hub_writer_abort(k->h);
-    qtk_ckpt_writer_abort(k->w);
+    qtk__hub_writer_abort(k->h);
+    qtk__ckpt_writer_abort(k->w);
 }
 
 static qtk_dtype out_dtype(qtk_elem e) {
@@ -154,8 +154,8 @@ static void store_floats(const float *x, size_t n, qtk_elem e, uint8_t *out) {
 
 /* What a re-quantization cost: the new bytes dequantized against the values x. */
 static qtk_status report_requant(const qtk_ckpt_tensor *t, const qtk_ckpt_tensor *ot, const float *x, const uint8_t *q,
-                                 const qtk_convert_opts *o, qtk_buf *y) {
-    qtk_status st = qtk_buf_reserve(y, t->numel * sizeof(float));
+                                 const qtk__convert_opts *o, qtk__buf *y) {
+    qtk_status st = qtk__buf_reserve(y, t->numel * sizeof(float));
     if (!st) st = qtk_dequantize_bytes(q, ot->nbytes, ot->shape, ot->rank, &ot->scheme, QTK_DTYPE_F32, y->p, t->numel);
     if (st) return st;
     const float *yy = y->p;
@@ -170,24 +170,24 @@ static qtk_status report_requant(const qtk_ckpt_tensor *t, const qtk_ckpt_tensor
 }
 
 /* Produces tensor i's output bytes; *bytes points into the view or into work. */
-static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckpt_tensor *ot, const qtk_decision *d,
-                            const qtk_ckpt_view *v, const qtk_convert_opts *o, qtk_buf *f32, qtk_buf *work, qtk_buf *y,
+static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckpt_tensor *ot, const qtk__decision *d,
+                            const qtk_ckpt_view *v, const qtk__convert_opts *o, qtk__buf *f32, qtk__buf *work, qtk__buf *y,
                             const uint8_t **bytes) {
     if (d->act == QTK_ACT_KEEP) {
         *bytes = v->data;
         return QTK_OK;
     }
-    qtk_status st = qtk_buf_reserve(work, ot->nbytes);
+    qtk_status st = qtk__buf_reserve(work, ot->nbytes);
     if (st) return st;
     bool requant = d->act == QTK_ACT_QUANTIZE && (t->quantized || t->decoded) && o->requantized;
     if (d->act == QTK_ACT_DEQUANTIZE && !t->quantized) {
         /* a tensor the reader decoded (GGUF's Q4_K as F32) to the dtype asked for */
         const float *x;
-        st = qtk_values_f32(t, v->data, f32, &x);
+        st = qtk__values_f32(t, v->data, f32, &x);
         if (!st) store_floats(x, t->numel, ot->elem, work->p);
     } else if (d->act == QTK_ACT_DEQUANTIZE) {
         /* the stored convention's own formula where qtk's scheme is only within an ulp of it */
-        st = qtk_hub_dequantize(c, v->index, v, out_dtype(ot->elem), work->p);
+        st = qtk__hub_dequantize(c, v->index, v, out_dtype(ot->elem), work->p);
     } else if (t->quantized && !requant) {
         /* re-quantize: qtk_convert works a slab at a time from the tensor's bytes */
         qtk_tensor *qt = NULL, *nt = NULL;
@@ -200,9 +200,9 @@ static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckp
     } else {
         const float *x;
         qtk_quantize_options qo = {.threads = o->threads};
-        st = qtk_values_f32(t, v->data, f32, &x);
+        st = qtk__values_f32(t, v->data, f32, &x);
         /* decoded into a copy: the input's pages are not needed while quantizing */
-        if (!st && (const void *)x != (const void *)v->data) qtk_ckpt_drop_pages(c, v);
+        if (!st && (const void *)x != (const void *)v->data) qtk__ckpt_drop_pages(c, v);
         if (!st) st = qtk_quantize_into(x, t->shape, t->rank, &d->scheme, &qo, work->p, ot->nbytes);
         /* equal to qtk_convert's result (quantize of the dequantized values), with x kept to
          * measure what the re-quantization cost */
@@ -213,10 +213,10 @@ static qtk_status transform(qtk_ckpt *c, const qtk_ckpt_tensor *t, const qtk_ckp
     return QTK_OK;
 }
 
-qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_opts *o, qtk_convert_stats *stats) {
-    qtk_convert_stats s0 = {0};
+qtk_status qtk__convert_file(const char *in, const char *out, const qtk__convert_opts *o, qtk__convert_stats *stats) {
+    qtk__convert_stats s0 = {0};
     qtk_ckpt_format fmt = o->out_format ? o->out_format : qtk_ckpt_format_from_path(out);
-    bool hub = o->layout != QTK_LAYOUT_AUTO || o->max_shard_bytes > 0 || qtk_hub_out_is_dir(out);
+    bool hub = o->layout != QTK_LAYOUT_AUTO || o->max_shard_bytes > 0 || qtk__hub_out_is_dir(out);
     if (hub && (fmt == QTK_CKPT_BURNPACK || fmt == QTK_CKPT_GGUF))
         return qtk__err(QTK_E_ARG, "'%s': layouts and shards are safetensors; a %s output takes neither", out,
                         qtk_ckpt_format_name(fmt));
@@ -226,20 +226,20 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
     qtk_ckpt *c = NULL;
     qtk_status st = qtk_ckpt_open(in, &c);
     if (st) return st;
-    const qtk_ckpt_desc *din = qtk_ckpt_desc_of(c);
-    qtk_ckpt_desc dout;
-    qtk_ckpt_desc_init(&dout);
-    qtk_decision *dec = calloc(din->n_tensors ? din->n_tensors : 1, sizeof *dec);
+    const qtk__desc *din = qtk__ckpt_desc(c);
+    qtk__desc dout;
+    qtk__desc_init(&dout);
+    qtk__decision *dec = calloc(din->n_tensors ? din->n_tensors : 1, sizeof *dec);
     sink w = {NULL, NULL};
-    qtk_buf f32 = {0}, work = {0}, y = {0};
+    qtk__buf f32 = {0}, work = {0}, y = {0};
     if (!dec) st = qtk__err(QTK_E_NOMEM, "out of memory");
     if (!st) st = plan(din, o, fmt, &dout, dec);
-    qtk_hub_write_opts ho = {.layout = o->layout, .max_shard_bytes = o->max_shard_bytes, .source = c, .force = o->force,
+    qtk__hub_write_opts ho = {.layout = o->layout, .max_shard_bytes = o->max_shard_bytes, .source = c, .force = o->force,
                              .notice = o->notice, .ctx = o->ctx};
-    if (!st && hub) st = qtk_hub_writer_open(out, &dout, &ho, &w.h);
-    else if (!st) st = qtk_ckpt_writer_open(out, fmt, &dout, o->force, &w.w);
-    s0.out_files = w.h ? qtk_hub_writer_shards(w.h) : 1;
-    qtk_progress_info pi = {0, din->n_tensors, 0, 0};
+    if (!st && hub) st = qtk__hub_writer_open(out, &dout, &ho, &w.h);
+    else if (!st) st = qtk__ckpt_writer_open(out, fmt, &dout, o->force, &w.w);
+    s0.out_files = w.h ? qtk__hub_writer_shards(w.h) : 1;
+    qtk_progress pi = {0, din->n_tensors, 0, 0};
     for (size_t i = 0; i < din->n_tensors; i++) pi.bytes_total += din->tensors[i].nbytes;
     for (size_t i = 0; i < din->n_tensors && !st; i++) {
         const qtk_ckpt_tensor *t = &din->tensors[i], *ot = &dout.tensors[i];
@@ -264,7 +264,7 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
     sink_abort(&w);
     /* what reading did to single tensors (dequantized zero points, flattened blocks...) */
     qtk_hub_info hi;
-    qtk_hub_info_of(c, &hi);
+    qtk_ckpt_hub_info(c, &hi);
     for (size_t i = 0; !st && o->notice && i < hi.n_notices; i++) o->notice(o->ctx, hi.notices[i].tensor, hi.notices[i].text);
     s0.in_layout = hi.layout;
     s0.in_files = hi.n_shards;
@@ -274,11 +274,11 @@ qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_o
     s0.tensors = din->n_tensors;
     s0.in_format = qtk_ckpt_format_of(c);
     s0.out_format = fmt;
-    qtk_buf_free(&f32);
-    qtk_buf_free(&work);
-    qtk_buf_free(&y);
+    qtk__buf_free(&f32);
+    qtk__buf_free(&work);
+    qtk__buf_free(&y);
     free(dec);
-    qtk_ckpt_desc_free(&dout);
+    qtk__desc_free(&dout);
     qtk_ckpt_close(c);
     if (!st && stats) *stats = s0;
     return st;

@@ -1,5 +1,5 @@
 /* convert.h — checkpoint to checkpoint: each tensor kept, quantized, re-quantized or
- * dequantized as a qtk_select decides, streamed one tensor at a time from a mapped input
+ * dequantized as a qtk__select decides, streamed one tensor at a time from a mapped input
  * into an all-or-nothing output. */
 #ifndef QTK_TOOLS_CONVERT_H
 #define QTK_TOOLS_CONVERT_H
@@ -7,21 +7,21 @@
 #include "hub/hub.h"
 #include "ops/select.h"
 
-typedef struct qtk_progress_info {
+typedef struct qtk_progress {
     size_t done, total;             /* tensors */
     size_t bytes_done, bytes_total; /* input bytes */
-} qtk_progress_info;
+} qtk_progress;
 
-typedef void (*qtk_progress_fn)(void *ctx, const qtk_progress_info *p);
+typedef void (*qtk_progress_fn)(void *ctx, const qtk_progress *p);
 
-typedef struct qtk_convert_opts {
-    const qtk_select *select;
+typedef struct qtk__convert_opts {
+    const qtk__select *select;
     qtk_ckpt_format out_format; /* QTK_CKPT_UNKNOWN: by the output's extension */
     int force;                  /* replace an existing output */
     int threads;                /* 0: the library default */
     qtk_progress_fn progress;   /* optional, called after each tensor */
     /* optional, called once per tensor before any data is written */
-    void (*plan)(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk_decision *d);
+    void (*plan)(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk__decision *d);
     /* optional, called after each re-quantization — a quantized tensor, or one a reader decoded
      * from a quantized type (GGUF's Q4_K), quantized to another scheme — with its SQNR in dB
      * against the values it had (+inf when nothing changed) */
@@ -33,17 +33,17 @@ typedef struct qtk_convert_opts {
     qtk_hub_layout layout;
     size_t max_shard_bytes;
     /* optional: remarks about single tensors (dequantized on read, inexact global scales) */
-    qtk_hub_notice_fn notice;
-} qtk_convert_opts;
+    qtk__hub_notice_fn notice;
+} qtk__convert_opts;
 
-typedef struct qtk_convert_stats {
+typedef struct qtk__convert_stats {
     size_t tensors, quantized, dequantized, kept;
     size_t in_bytes, out_bytes; /* tensor bytes, containers excluded */
     qtk_ckpt_format in_format, out_format;
     qtk_hub_layout in_layout, out_layout;
     size_t in_files, out_files;  /* shards */
-} qtk_convert_stats;
+} qtk__convert_stats;
 
-qtk_status qtk_convert_file(const char *in, const char *out, const qtk_convert_opts *o, qtk_convert_stats *stats);
+qtk_status qtk__convert_file(const char *in, const char *out, const qtk__convert_opts *o, qtk__convert_stats *stats);
 
 #endif

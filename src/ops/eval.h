@@ -1,5 +1,5 @@
 /* eval.h — what each scheme would cost and lose on a checkpoint's tensors, without writing
- * anything: every selected tensor (qtk_select_eligible) is quantized under each scheme and
+ * anything: every selected tensor (qtk__select_eligible) is quantized under each scheme and
  * dequantized, against its values as stored (a quantized tensor: its dequantized values). */
 #ifndef QTK_TOOLS_EVAL_H
 #define QTK_TOOLS_EVAL_H
@@ -24,28 +24,28 @@ typedef struct qtk_eval_row {
     size_t numel;
 } qtk_eval_row;
 
-typedef struct qtk_eval_result {
+typedef struct qtk__eval_result {
     size_t n_rows, n_schemes;
     qtk_eval_row *rows;
     qtk_eval_cell *cells;  /* n_rows x n_schemes, row-major */
     const char **specs;    /* canonical spec per scheme (preset names kept as given) */
-    qtk_arena arena;
-} qtk_eval_result;
+    qtk__arena arena;
+} qtk__eval_result;
 
 typedef struct qtk_eval_metrics {
     double bits_per_el, rmse, max_abs, sqnr_db; /* sqnr: +inf when exact */
 } qtk_eval_metrics;
 
 /* schemes[i] with names[i] as the user wrote them (for display). */
-qtk_status qtk_eval_file(const char *path, const qtk_select *sel, const qtk_scheme *schemes, const char *const *names,
-                         size_t n_schemes, int threads, qtk_progress_fn progress, void *ctx, qtk_eval_result *out);
-void qtk_eval_result_free(qtk_eval_result *r);
+qtk_status qtk__eval_file(const char *path, const qtk__select *sel, const qtk_scheme *schemes, const char *const *names,
+                         size_t n_schemes, int threads, qtk_progress_fn progress, void *ctx, qtk__eval_result *out);
+void qtk__eval_result_free(qtk__eval_result *r);
 
 void qtk_eval_cell_metrics(const qtk_eval_cell *c, qtk_eval_metrics *m);
 /* Scheme j over every row where it fits (cell.ok), as one cell. *n_failed gets the rest. */
-void qtk_eval_total(const qtk_eval_result *r, size_t j, qtk_eval_cell *total, size_t *n_failed);
+void qtk_eval_total(const qtk__eval_result *r, size_t j, qtk_eval_cell *total, size_t *n_failed);
 
 /* A chart of SQNR per tensor and scheme, as a self-contained SVG file. */
-qtk_status qtk_eval_svg(const qtk_eval_result *r, const char *path, int force);
+qtk_status cli_eval_svg(const qtk__eval_result *r, const char *path, int force);
 
 #endif

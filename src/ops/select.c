@@ -7,13 +7,13 @@
 #include <stdlib.h>
 #include <strings.h>
 
-void qtk_select_init(qtk_select *s) {
+void qtk__select_init(qtk__select *s) {
     memset(s, 0, sizeof *s);
-    s->min_numel = QTK_SELECT_MIN_NUMEL;
+    s->min_numel = QTK__SELECT_MIN_NUMEL;
     s->out_elem = QTK_ELEM_F32;
 }
 
-void qtk_select_free(qtk_select *s) {
+void qtk__select_free(qtk__select *s) {
     if (s->has_only) regfree(&s->only);
     if (s->has_skip) regfree(&s->skip);
     for (size_t i = 0; i < s->n_rules; i++) {
@@ -32,42 +32,42 @@ static qtk_status compile(regex_t *re, const char *pattern, const char *what) {
     return qtk__err(QTK_E_PARSE, "%s '%s' is not a POSIX extended regular expression: %s", what, pattern, msg);
 }
 
-qtk_status qtk_select_only(qtk_select *s, const char *regex) {
+qtk_status qtk__select_only(qtk__select *s, const char *regex) {
     if (s->has_only) return qtk__err(QTK_E_ARG, "--only given twice");
     qtk_status st = compile(&s->only, regex, "--only");
     s->has_only = st == QTK_OK;
     return st;
 }
 
-qtk_status qtk_select_skip(qtk_select *s, const char *regex) {
+qtk_status qtk__select_skip(qtk__select *s, const char *regex) {
     if (s->has_skip) return qtk__err(QTK_E_ARG, "--skip given twice");
     qtk_status st = compile(&s->skip, regex, "--skip");
     s->has_skip = st == QTK_OK;
     return st;
 }
 
-static qtk_status parse_target(const char *spec, qtk_target *t) {
+static qtk_status parse_target(const char *spec, qtk__target *t) {
     memset(t, 0, sizeof *t);
     if (strcasecmp(spec, "none") == 0) {
-        t->kind = QTK_TARGET_NONE;
+        t->kind = QTK__TARGET_NONE;
         return QTK_OK;
     }
     if (strcasecmp(spec, "keep") == 0) {
-        t->kind = QTK_TARGET_KEEP;
+        t->kind = QTK__TARGET_KEEP;
         return QTK_OK;
     }
-    t->kind = QTK_TARGET_SCHEME;
+    t->kind = QTK__TARGET_SCHEME;
     return qtk_scheme_parse(spec, &t->scheme);
 }
 
-qtk_status qtk_select_default(qtk_select *s, const char *spec) {
+qtk_status qtk__select_default(qtk__select *s, const char *spec) {
     qtk_status st = parse_target(spec, &s->dflt);
-    if (!st && s->dflt.kind == QTK_TARGET_KEEP)
+    if (!st && s->dflt.kind == QTK__TARGET_KEEP)
         return qtk__err(QTK_E_PARSE, "--scheme keep: leave --scheme out to keep every tensor as it is");
     return st;
 }
 
-qtk_status qtk_select_dtype(qtk_select *s, const char *name) {
+qtk_status qtk__select_dtype(qtk__select *s, const char *name) {
     if (strcasecmp(name, "f32") == 0) s->out_elem = QTK_ELEM_F32;
     else if (strcasecmp(name, "f16") == 0) s->out_elem = QTK_ELEM_F16;
     else if (strcasecmp(name, "bf16") == 0) s->out_elem = QTK_ELEM_BF16;
@@ -75,8 +75,8 @@ qtk_status qtk_select_dtype(qtk_select *s, const char *name) {
     return QTK_OK;
 }
 
-qtk_status qtk_select_rule(qtk_select *s, const char *rule) {
-    qtk_target t;
+qtk_status qtk__select_rule(qtk__select *s, const char *rule) {
+    qtk__target t;
     const char *eq = NULL;
     for (const char *p = strchr(rule, '='); p; p = strchr(p + 1, '='))
         if (p > rule && parse_target(p + 1, &t) == QTK_OK) {
@@ -93,7 +93,7 @@ qtk_status qtk_select_rule(qtk_select *s, const char *rule) {
     }
     size_t n = (size_t)(eq - rule);
     char *pat = malloc(n + 1), *text = malloc(strlen(rule) + 1);
-    qtk_rule *r = realloc(s->rules, (s->n_rules + 1) * sizeof *r);
+    qtk__rule *r = realloc(s->rules, (s->n_rules + 1) * sizeof *r);
     if (r) s->rules = r;
     if (!pat || !text || !r) {
         free(pat);
@@ -103,7 +103,7 @@ qtk_status qtk_select_rule(qtk_select *s, const char *rule) {
     memcpy(pat, rule, n);
     pat[n] = '\0';
     strcpy(text, rule);
-    qtk_rule *nr = &s->rules[s->n_rules];
+    qtk__rule *nr = &s->rules[s->n_rules];
     qtk_status st = compile(&nr->re, pat, "--rule regex");
     free(pat);
     if (st) {
@@ -120,9 +120,9 @@ static bool matches(const regex_t *re, const char *name) { return regexec(re, na
 
 static bool candidate(const qtk_ckpt_tensor *t) { return t->quantized || qtk_elem_is_float(t->elem); }
 
-static bool big_enough(const qtk_select *s, const qtk_ckpt_tensor *t) { return t->rank >= 2 && t->numel >= s->min_numel; }
+static bool big_enough(const qtk__select *s, const qtk_ckpt_tensor *t) { return t->rank >= 2 && t->numel >= s->min_numel; }
 
-bool qtk_select_eligible(const qtk_select *s, const qtk_ckpt_tensor *t) {
+bool qtk__select_eligible(const qtk__select *s, const qtk_ckpt_tensor *t) {
     if (!candidate(t)) return false;
     if (s->has_skip && matches(&s->skip, t->name)) return false;
     if (s->has_only && !matches(&s->only, t->name)) return false;
@@ -130,10 +130,10 @@ bool qtk_select_eligible(const qtk_select *s, const qtk_ckpt_tensor *t) {
 }
 
 /* Applies a target to a tensor. */
-static void apply(const qtk_select *s, const qtk_target *tg, const qtk_ckpt_tensor *t, qtk_decision *d) {
-    if (tg->kind == QTK_TARGET_KEEP) {
+static void apply(const qtk__select *s, const qtk__target *tg, const qtk_ckpt_tensor *t, qtk__decision *d) {
+    if (tg->kind == QTK__TARGET_KEEP) {
         d->act = QTK_ACT_KEEP;
-    } else if (tg->kind == QTK_TARGET_NONE) {
+    } else if (tg->kind == QTK__TARGET_NONE) {
         /* a tensor the reader decoded from a quantized type (GGUF's Q4_K) counts as quantized */
         bool q = t->quantized || t->decoded;
         d->act = q ? QTK_ACT_DEQUANTIZE : QTK_ACT_KEEP;
@@ -148,7 +148,7 @@ static void apply(const qtk_select *s, const qtk_target *tg, const qtk_ckpt_tens
     }
 }
 
-void qtk_select_decide(const qtk_select *s, const qtk_ckpt_tensor *t, qtk_decision *d) {
+void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__decision *d) {
     memset(d, 0, sizeof *d);
     d->act = QTK_ACT_KEEP;
     if (!candidate(t)) {
@@ -169,11 +169,11 @@ void qtk_select_decide(const qtk_select *s, const qtk_ckpt_tensor *t, qtk_decisi
             apply(s, &s->rules[i].target, t, d);
             return;
         }
-    if (s->dflt.kind == QTK_TARGET_KEEP) {
+    if (s->dflt.kind == QTK__TARGET_KEEP) {
         snprintf(d->why, sizeof d->why, "no --scheme");
         return;
     }
-    if (s->dflt.kind == QTK_TARGET_SCHEME && !big_enough(s, t)) {
+    if (s->dflt.kind == QTK__TARGET_SCHEME && !big_enough(s, t)) {
         if (t->rank < 2) snprintf(d->why, sizeof d->why, "rank %d", t->rank);
         else snprintf(d->why, sizeof d->why, "%zu elements < %zu", t->numel, s->min_numel);
         return;

@@ -19,53 +19,53 @@
 
 typedef enum qtk_action { QTK_ACT_KEEP = 0, QTK_ACT_QUANTIZE, QTK_ACT_DEQUANTIZE } qtk_action;
 
-typedef enum { QTK_TARGET_KEEP = 0, QTK_TARGET_NONE, QTK_TARGET_SCHEME } qtk_target_kind;
+typedef enum { QTK__TARGET_KEEP = 0, QTK__TARGET_NONE, QTK__TARGET_SCHEME } qtk__target_kind;
 
-typedef struct qtk_target {
-    qtk_target_kind kind;
+typedef struct qtk__target {
+    qtk__target_kind kind;
     qtk_scheme scheme;
-} qtk_target;
+} qtk__target;
 
-typedef struct qtk_rule {
+typedef struct qtk__rule {
     regex_t re;
-    qtk_target target;
+    qtk__target target;
     char *text; /* as given, for messages */
-} qtk_rule;
+} qtk__rule;
 
-#define QTK_SELECT_MIN_NUMEL 1024
+#define QTK__SELECT_MIN_NUMEL 1024
 
-typedef struct qtk_select {
+typedef struct qtk__select {
     bool has_only, has_skip;
     regex_t only, skip;
-    qtk_rule *rules;
+    qtk__rule *rules;
     size_t n_rules;
-    qtk_target dflt;   /* the --scheme; kind KEEP when none was given */
-    size_t min_numel;  /* default QTK_SELECT_MIN_NUMEL */
+    qtk__target dflt;   /* the --scheme; kind KEEP when none was given */
+    size_t min_numel;  /* default QTK__SELECT_MIN_NUMEL */
     qtk_elem out_elem; /* what dequantized tensors become: F32 (default), F16 or BF16 */
-} qtk_select;
+} qtk__select;
 
-void qtk_select_init(qtk_select *s);
-void qtk_select_free(qtk_select *s);
+void qtk__select_init(qtk__select *s);
+void qtk__select_free(qtk__select *s);
 /* Each returns QTK_E_PARSE with a message naming the bad regex or spec. */
-qtk_status qtk_select_only(qtk_select *s, const char *regex);
-qtk_status qtk_select_skip(qtk_select *s, const char *regex);
+qtk_status qtk__select_only(qtk__select *s, const char *regex);
+qtk_status qtk__select_skip(qtk__select *s, const char *regex);
 /* 'REGEX=SPEC': split at the first '=' after which a spec, "none" or "keep" parses, so
  * specs keep their own '=' (block=32:f16). */
-qtk_status qtk_select_rule(qtk_select *s, const char *rule);
+qtk_status qtk__select_rule(qtk__select *s, const char *rule);
 /* A spec, or "none". */
-qtk_status qtk_select_default(qtk_select *s, const char *spec);
+qtk_status qtk__select_default(qtk__select *s, const char *spec);
 /* f32, f16 or bf16 */
-qtk_status qtk_select_dtype(qtk_select *s, const char *name);
+qtk_status qtk__select_dtype(qtk__select *s, const char *name);
 
-typedef struct qtk_decision {
+typedef struct qtk__decision {
     qtk_action act;
     qtk_scheme scheme; /* QUANTIZE */
     qtk_elem elem;     /* DEQUANTIZE */
     char why[96];      /* "rank 1", "--skip", "rule 2 'attn=q8s'", "default scheme", ... */
-} qtk_decision;
+} qtk__decision;
 
-void qtk_select_decide(const qtk_select *s, const qtk_ckpt_tensor *t, qtk_decision *d);
+void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__decision *d);
 /* Steps 1, 2 and the rank/size test of 4, without rules: the tensors eval measures. */
-bool qtk_select_eligible(const qtk_select *s, const qtk_ckpt_tensor *t);
+bool qtk__select_eligible(const qtk__select *s, const qtk_ckpt_tensor *t);
 
 #endif

@@ -64,7 +64,7 @@ static bool json_uint(const json_t *v, size_t *out) {
     return (json_int_t)*out == json_integer_value(v);
 }
 
-static qtk_status parse_entry(const char *name, size_t name_len, const json_t *v, qtk_arena *a, st_entry *e) {
+static qtk_status parse_entry(const char *name, size_t name_len, const json_t *v, qtk__arena *a, st_entry *e) {
     memset(e, 0, sizeof *e);
     e->name = name;
     e->name_len = name_len;
@@ -82,7 +82,7 @@ static qtk_status parse_entry(const char *name, size_t name_len, const json_t *v
     if (rank > ST_MAX_RANK)
         return qtk__err(QTK_E_UNSUPPORTED, "tensor '%s': rank %zu; qtk reads ranks up to %d", name, rank, ST_MAX_RANK);
     e->rank = (int)rank;
-    e->shape = qtk_arena_alloc(a, (rank ? rank : 1) * sizeof(size_t));
+    e->shape = qtk__arena_alloc(a, (rank ? rank : 1) * sizeof(size_t));
     if (!e->shape) return qtk__err(QTK_E_NOMEM, "out of memory");
     e->numel = 1;
     for (size_t i = 0; i < rank; i++) {
@@ -108,7 +108,7 @@ static qtk_status check_layout(const st_entry *e, size_t n, size_t data_len) {
                             "safetensors data is contiguous from 0 with no gaps or overlaps",
                             e[i].name, e[i].begin, e[i].end, at);
         size_t bytes;
-        qtk_status st = qtk_elem_bytes(e[i].elem, e[i].numel, &bytes);
+        qtk_status st = qtk__elem_bytes(e[i].elem, e[i].numel, &bytes);
         if (st) return qtk__err_context(st, "tensor '%s'", e[i].name);
         if (e[i].end - e[i].begin != bytes)
             return qtk__err(QTK_E_LENGTH, "tensor '%s' (%s, shape %s) takes %zu bytes; its data_offsets [%zu, %zu) give %zu",
@@ -152,7 +152,7 @@ st_entry *qtk__st_find(const st_index *ix, const char *name, const char *suffix)
     return NULL;
 }
 
-static qtk_status build(qtk_ckpt *c, json_t *root, size_t hlen, qtk_arena *tmp) {
+static qtk_status build(qtk_ckpt *c, json_t *root, size_t hlen, qtk__arena *tmp) {
     size_t data_start = 8 + hlen, data_len = c->map.len - data_start;
     json_t *meta = NULL;
     size_t n = 0, cap = json_object_size(root);
@@ -187,19 +187,19 @@ static qtk_status build(qtk_ckpt *c, json_t *root, size_t hlen, qtk_arena *tmp) 
     /* Companions are set aside first, so that their position in the data does not matter;
      * then tensors go in data order, a quantized one in the place of its values. */
     for (size_t i = 0; i < n && !st; i++)
-        if (qtk__st_meta_get(meta, QTK_META_SCHEME, e[i].name))
+        if (qtk__st_meta_get(meta, QTK__META_SCHEME, e[i].name))
             for (int k = 0; k < 3; k++) {
                 st_entry *p = qtk__st_find(&ix, e[i].name, qtk__st_suffixes[k]);
                 if (p) p->consumed = 1;
             }
     for (size_t i = 0; i < n && !st; i++) {
         if (e[i].consumed) continue;
-        const char *spec = qtk__st_meta_get(meta, QTK_META_SCHEME, e[i].name);
+        const char *spec = qtk__st_meta_get(meta, QTK__META_SCHEME, e[i].name);
         if (spec) {
             st = qtk__st_add_quantized(c, &ix, &e[i], spec, meta, data_start);
             continue;
         }
-        st = qtk_ckpt_desc_add_raw(&c->desc, e[i].name, e[i].elem, e[i].shape, e[i].rank, NULL);
+        st = qtk__desc_add_raw(&c->desc, e[i].name, e[i].elem, e[i].shape, e[i].rank, NULL);
         qtk__ckpt_loc loc = {.piece = {{data_start + e[i].begin, e[i].end - e[i].begin}}, .n = 1};
         if (!st) st = qtk__ckpt_add_loc(c, &loc);
     }
@@ -225,11 +225,11 @@ static qtk_status st_parse(qtk_ckpt *c) {
     if (!root)
         return qtk__err(QTK_E_FORMAT, "header JSON: %s (header byte %d)", jerr.text, jerr.position);
     qtk_status st = QTK_OK;
-    qtk_arena tmp = {0};
+    qtk__arena tmp = {0};
     if (!json_is_object(root)) st = qtk__err(QTK_E_FORMAT, "the header is JSON but not an object");
     else st = build(c, root, (size_t)hlen, &tmp);
     json_decref(root);
-    qtk_arena_free(&tmp);
+    qtk__arena_free(&tmp);
     if (st) return st;
     c->facts.header_bytes = 8 + (size_t)hlen;
     c->facts.data_start = 8 + (size_t)hlen;
@@ -287,8 +287,8 @@ static qtk_status add_json_entry(json_t *root, const char *name, const char *suf
     return st;
 }
 
-static qtk_status build_header(qtk_ckpt_writer *w, json_t *root) {
-    const qtk_ckpt_desc *d = w->desc;
+static qtk_status build_header(qtk__ckpt_writer *w, json_t *root) {
+    const qtk__desc *d = w->desc;
     json_t *meta = json_object();
     if (!meta) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__st_build_meta(d, meta);
@@ -321,7 +321,7 @@ static qtk_status build_header(qtk_ckpt_writer *w, json_t *root) {
     return st;
 }
 
-static qtk_status st_begin(qtk_ckpt_writer *w) {
+static qtk_status st_begin(qtk__ckpt_writer *w) {
     json_t *root = json_object();
     if (!root) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = build_header(w, root);
@@ -333,7 +333,7 @@ static qtk_status st_begin(qtk_ckpt_writer *w) {
     }
     json_decref(root);
     if (st) return st;
-    size_t n = strlen(text), padded = QTK_CKPT_ALIGN_UP(n, 8); /* spaces up to a multiple of 8 */
+    size_t n = strlen(text), padded = QTK__ALIGN_UP(n, 8); /* spaces up to a multiple of 8 */
     if (padded > ST_MAX_HEADER) {
         free(text);
         return qtk__err(QTK_E_UNSUPPORTED, "the header would be %zu bytes; safetensors reads at most %llu", padded, ST_MAX_HEADER);
@@ -341,10 +341,10 @@ static qtk_status st_begin(qtk_ckpt_writer *w) {
     uint8_t len8[8];
     qtk__st32(len8, (uint32_t)padded);
     qtk__st32(len8 + 4, (uint32_t)((uint64_t)padded >> 32));
-    st = qtk_afile_write(&w->file, len8, 8);
-    if (!st) st = qtk_afile_write(&w->file, text, n);
+    st = qtk__afile_write(&w->file, len8, 8);
+    if (!st) st = qtk__afile_write(&w->file, text, n);
     static const char spaces[8] = "       ";
-    if (!st) st = qtk_afile_write(&w->file, spaces, padded - n);
+    if (!st) st = qtk__afile_write(&w->file, spaces, padded - n);
     free(text);
     return st;
 }

@@ -87,12 +87,12 @@ static void table_hint(const char *spec, char *out, size_t cap) {
 qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, const char *spec, const json_t *meta,
                                 size_t data_start) {
     const char *nm = v->name;
-    const char *shape_s = qtk__st_meta_get(meta, QTK_META_SHAPE, nm);
-    if (!shape_s) return qtk__err(QTK_E_FORMAT, "metadata has '" QTK_META_SCHEME "%s' but no '" QTK_META_SHAPE "%s'", nm, nm);
+    const char *shape_s = qtk__st_meta_get(meta, QTK__META_SHAPE, nm);
+    if (!shape_s) return qtk__err(QTK_E_FORMAT, "metadata has '" QTK__META_SCHEME "%s' but no '" QTK__META_SHAPE "%s'", nm, nm);
     size_t shape[QTK_MAX_RANK];
     int rank;
     if (!parse_dims(shape_s, shape, &rank))
-        return qtk__err(QTK_E_FORMAT, "metadata '" QTK_META_SHAPE "%s' is '%.40s', not D0xD1x... or 'scalar'", nm, shape_s);
+        return qtk__err(QTK_E_FORMAT, "metadata '" QTK__META_SHAPE "%s' is '%.40s', not D0xD1x... or 'scalar'", nm, shape_s);
     /* A lookup scheme's table is named after its entries in the file (the spec's name is a
      * hint): a reader may not have the writer's table registered. */
     char hint[QTK_TABLE_NAME_MAX], fixed[512];
@@ -105,12 +105,12 @@ qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, c
         if (st) return qtk__err_context(st, "tensor '%s': table", nm);
         const char *p = strstr(spec, "table=");
         int k = snprintf(fixed, sizeof fixed, "%.*stable=%s%s", (int)(p - spec), spec, tmp.table, p + 6 + strcspn(p + 6, ","));
-        if (k < 0 || (size_t)k >= sizeof fixed) return qtk__err(QTK_E_FORMAT, "metadata '" QTK_META_SCHEME "%s' is too long", nm);
+        if (k < 0 || (size_t)k >= sizeof fixed) return qtk__err(QTK_E_FORMAT, "metadata '" QTK__META_SCHEME "%s' is too long", nm);
         spec = fixed;
     }
     qtk_scheme s;
     qtk_status st = qtk_scheme_parse(spec, &s);
-    if (st) return qtk__err_context(st, "metadata '" QTK_META_SCHEME "%s'", nm);
+    if (st) return qtk__err_context(st, "metadata '" QTK__META_SCHEME "%s'", nm);
     qtk_layout L;
     st = qtk_layout_compute(&s, shape, rank, &L);
     if (st) return qtk__err_context(st, "tensor '%s'", nm);
@@ -139,7 +139,7 @@ qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, c
         else loc.piece[loc.n++] = (qtk__ckpt_piece){off, len};
     }
     qtk_ckpt_tensor *t;
-    st = qtk_ckpt_desc_add_quantized(&c->desc, nm, &s, shape, rank, &t);
+    st = qtk__desc_add_quantized(&c->desc, nm, &s, shape, rank, &t);
     if (!st) st = qtk__ckpt_add_loc(c, &loc);
     return st;
 }
@@ -167,7 +167,7 @@ static qtk_status parse_scalar(const char *name, const char *v, qtk_ckpt_scalar 
         s->b = v[5] == 't';
         return QTK_OK;
     }
-    return qtk__err(QTK_E_FORMAT, "metadata '" QTK_META_SCALAR "%s' is '%.40s', not Int:N, UInt:N, Float:X or Bool:true|false",
+    return qtk__err(QTK_E_FORMAT, "metadata '" QTK__META_SCALAR "%s' is '%.40s', not Int:N, UInt:N, Float:X or Bool:true|false",
                     name, v);
 }
 
@@ -181,25 +181,25 @@ qtk_status qtk__st_read_metadata(qtk_ckpt *c, json_t *meta, const st_index *ix) 
         if (!json_is_string(v)) return qtk__err(QTK_E_FORMAT, "metadata '%s' is not a string (safetensors metadata maps strings to strings)", k);
         const char *sv = json_string_value(v);
         if (strlen(sv) != json_string_length(v)) return qtk__err(QTK_E_FORMAT, "metadata '%s' holds a NUL character", k);
-        if (strcmp(k, QTK_META_CONVENTION) == 0) {
-            if (strcmp(sv, QTK_CONVENTION_VERSION) != 0)
-                return qtk__err(QTK_E_UNSUPPORTED, "qtk convention version '%.20s'; this qtk reads version " QTK_CONVENTION_VERSION, sv);
-        } else if (strncmp(k, QTK_META_SCHEME, strlen(QTK_META_SCHEME)) == 0) {
-            const char *nm = k + strlen(QTK_META_SCHEME);
+        if (strcmp(k, QTK__META_CONVENTION) == 0) {
+            if (strcmp(sv, QTK__CONVENTION_VERSION) != 0)
+                return qtk__err(QTK_E_UNSUPPORTED, "qtk convention version '%.20s'; this qtk reads version " QTK__CONVENTION_VERSION, sv);
+        } else if (strncmp(k, QTK__META_SCHEME, strlen(QTK__META_SCHEME)) == 0) {
+            const char *nm = k + strlen(QTK__META_SCHEME);
             if (!qtk__st_find(ix, nm, "")) return qtk__err(QTK_E_FORMAT, "metadata '%s' names no tensor", k);
             /* folded in build(), in data order */
-        } else if (strncmp(k, QTK_META_SHAPE, strlen(QTK_META_SHAPE)) == 0) {
-            if (!qtk__st_meta_get(meta, QTK_META_SCHEME, k + strlen(QTK_META_SHAPE)))
-                return qtk__err(QTK_E_FORMAT, "metadata '%s' has no matching '" QTK_META_SCHEME "%s'", k, k + strlen(QTK_META_SHAPE));
-        } else if (strncmp(k, QTK_META_PARAM, strlen(QTK_META_PARAM)) == 0) {
+        } else if (strncmp(k, QTK__META_SHAPE, strlen(QTK__META_SHAPE)) == 0) {
+            if (!qtk__st_meta_get(meta, QTK__META_SCHEME, k + strlen(QTK__META_SHAPE)))
+                return qtk__err(QTK_E_FORMAT, "metadata '%s' has no matching '" QTK__META_SCHEME "%s'", k, k + strlen(QTK__META_SHAPE));
+        } else if (strncmp(k, QTK__META_PARAM, strlen(QTK__META_PARAM)) == 0) {
             /* applied once the tensors exist */
-        } else if (strncmp(k, QTK_META_SCALAR, strlen(QTK_META_SCALAR)) == 0) {
+        } else if (strncmp(k, QTK__META_SCALAR, strlen(QTK__META_SCALAR)) == 0) {
             qtk_ckpt_scalar s;
-            qtk_status st = parse_scalar(k + strlen(QTK_META_SCALAR), sv, &s);
-            if (!st) st = qtk_ckpt_desc_add_scalar(&c->desc, &s);
+            qtk_status st = parse_scalar(k + strlen(QTK__META_SCALAR), sv, &s);
+            if (!st) st = qtk__desc_add_scalar(&c->desc, &s);
             if (st) return st;
         } else {
-            qtk_status st = qtk_ckpt_desc_add_meta(&c->desc, k, sv);
+            qtk_status st = qtk__desc_add_meta(&c->desc, k, sv);
             if (st) return st;
         }
     }
@@ -210,18 +210,18 @@ qtk_status qtk__st_read_metadata(qtk_ckpt *c, json_t *meta, const st_index *ix) 
  * are found by counting. */
 qtk_status qtk__st_apply_param_ids(qtk_ckpt *c, json_t *meta) {
     if (!meta) return QTK_OK;
-    size_t pl = strlen(QTK_META_PARAM), keys = 0, used = 0;
+    size_t pl = strlen(QTK__META_PARAM), keys = 0, used = 0;
     for (void *it = json_object_iter(meta); it; it = json_object_iter_next(meta, it))
-        keys += strncmp(json_object_iter_key(it), QTK_META_PARAM, pl) == 0;
+        keys += strncmp(json_object_iter_key(it), QTK__META_PARAM, pl) == 0;
     for (size_t i = 0; i < c->desc.n_tensors && used < keys; i++) {
         qtk_ckpt_tensor *t = &c->desc.tensors[i];
-        const char *sv = qtk__st_meta_get(meta, QTK_META_PARAM, t->name);
+        const char *sv = qtk__st_meta_get(meta, QTK__META_PARAM, t->name);
         if (!sv) continue;
         char *end;
         errno = 0;
         unsigned long long v = strtoull(sv, &end, 10);
         if (errno || *end || end == sv || sv[0] == '-')
-            return qtk__err(QTK_E_FORMAT, "metadata '" QTK_META_PARAM "%s' is '%.40s', not an unsigned 64-bit number", t->name, sv);
+            return qtk__err(QTK_E_FORMAT, "metadata '" QTK__META_PARAM "%s' is '%.40s', not an unsigned 64-bit number", t->name, sv);
         t->has_param_id = true;
         t->param_id = v;
         used++;
@@ -229,7 +229,7 @@ qtk_status qtk__st_apply_param_ids(qtk_ckpt *c, json_t *meta) {
     if (used == keys) return QTK_OK;
     for (void *it = json_object_iter(meta); it; it = json_object_iter_next(meta, it)) {
         const char *k = json_object_iter_key(it);
-        if (strncmp(k, QTK_META_PARAM, pl) != 0) continue;
+        if (strncmp(k, QTK__META_PARAM, pl) != 0) continue;
         bool found = false;
         for (size_t i = 0; i < c->desc.n_tensors && !found; i++) found = strcmp(c->desc.tensors[i].name, k + pl) == 0;
         if (!found) return qtk__err(QTK_E_FORMAT, "metadata '%s' names no tensor", k);
@@ -251,23 +251,23 @@ static qtk_status set_meta(json_t *meta, const char *prefix, const char *name, c
     return st;
 }
 
-qtk_status qtk__st_build_meta(const qtk_ckpt_desc *d, json_t *meta) {
+qtk_status qtk__st_build_meta(const qtk__desc *d, json_t *meta) {
     qtk_status st = QTK_OK;
     for (size_t i = 0; i < d->n_meta && !st; i++) st = set_meta(meta, "", d->meta[i].key, d->meta[i].value);
     bool any_q = false;
     for (size_t i = 0; i < d->n_tensors; i++) any_q |= d->tensors[i].quantized;
-    if (any_q && !st) st = set_meta(meta, QTK_META_CONVENTION, "", QTK_CONVENTION_VERSION);
+    if (any_q && !st) st = set_meta(meta, QTK__META_CONVENTION, "", QTK__CONVENTION_VERSION);
     char buf[512];
     for (size_t i = 0; i < d->n_tensors && !st; i++) {
         const qtk_ckpt_tensor *t = &d->tensors[i];
         if (t->quantized) {
             st = qtk_scheme_format(&t->scheme, buf, sizeof buf, NULL);
-            if (!st) st = set_meta(meta, QTK_META_SCHEME, t->name, buf);
-            if (!st) st = set_meta(meta, QTK_META_SHAPE, t->name, qtk__ckpt_shape_str(t->shape, t->rank, buf, sizeof buf));
+            if (!st) st = set_meta(meta, QTK__META_SCHEME, t->name, buf);
+            if (!st) st = set_meta(meta, QTK__META_SHAPE, t->name, qtk__ckpt_shape_str(t->shape, t->rank, buf, sizeof buf));
         }
         if (!st && t->has_param_id) {
             snprintf(buf, sizeof buf, "%llu", (unsigned long long)t->param_id);
-            st = set_meta(meta, QTK_META_PARAM, t->name, buf);
+            st = set_meta(meta, QTK__META_PARAM, t->name, buf);
         }
     }
     for (size_t i = 0; i < d->n_scalars && !st; i++) {
@@ -278,7 +278,7 @@ qtk_status qtk__st_build_meta(const qtk_ckpt_desc *d, json_t *meta) {
         case QTK_SCALAR_FLOAT: snprintf(buf, sizeof buf, "Float:%.17g", s->f); break; /* round-trips exactly */
         case QTK_SCALAR_BOOL: snprintf(buf, sizeof buf, "Bool:%s", s->b ? "true" : "false"); break;
         }
-        st = set_meta(meta, QTK_META_SCALAR, s->name, buf);
+        st = set_meta(meta, QTK__META_SCALAR, s->name, buf);
     }
     return st;
 }

@@ -7,12 +7,12 @@
 
 #include <jansson.h>
 
-#define QTK_META_CONVENTION "qtk:convention"
-#define QTK_META_SCHEME "qtk:scheme:"
-#define QTK_META_SHAPE "qtk:shape:"
-#define QTK_META_PARAM "qtk:param_id:"
-#define QTK_META_SCALAR "qtk:scalar:"
-#define QTK_CONVENTION_VERSION "1"
+#define QTK__META_CONVENTION "qtk:convention"
+#define QTK__META_SCHEME "qtk:scheme:"
+#define QTK__META_SHAPE "qtk:shape:"
+#define QTK__META_PARAM "qtk:param_id:"
+#define QTK__META_SCALAR "qtk:scalar:"
+#define QTK__CONVENTION_VERSION "1"
 
 /* companion suffixes: scales, global, table */
 extern const char *const qtk__st_suffixes[3];
@@ -63,6 +63,6 @@ qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, c
                                  size_t data_start);
 qtk_status qtk__st_apply_param_ids(qtk_ckpt *c, json_t *meta);
 /* Writing: the __metadata__ object for a description (the file's pairs, then qtk's keys). */
-qtk_status qtk__st_build_meta(const qtk_ckpt_desc *d, json_t *meta);
+qtk_status qtk__st_build_meta(const qtk__desc *d, json_t *meta);
 
 #endif
