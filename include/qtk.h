@@ -44,10 +44,9 @@ extern "C" {
 #  define QTK_API
 #endif
 
-#define QTK_VERSION_MAJOR 0
-#define QTK_VERSION_MINOR 1
-#define QTK_VERSION_PATCH 0
-#define QTK_VERSION_STRING "0.1.0"
+/* QTK_VERSION_MAJOR, _MINOR, _PATCH and QTK_VERSION_STRING, generated from the build's
+ * project() version. qtk_version() is the library's own, which may be newer than the header. */
+#include "qtk_version.h"
 
 QTK_API const char *qtk_version(void);
 
@@ -68,7 +67,8 @@ typedef enum qtk_status {
     QTK_E_FORMAT,      /* a file whose contents are malformed */
     QTK_E_UNSUPPORTED, /* valid, but not something qtk does */
     QTK_E_NOTFOUND,    /* a named thing (table, tensor, key) that does not exist */
-    QTK_E_INTERNAL     /* a bug in qtk: please report it */
+    QTK_E_INTERNAL,    /* a bug in qtk: please report it */
+    QTK_E_CANCELLED    /* the caller cancelled the operation (a progress callback or flag) */
 } qtk_status;
 
 /* A short stable name for a status ("QTK_E_SHAPE"). Never NULL. */
@@ -220,6 +220,10 @@ QTK_API qtk_status qtk_layout_compute(const qtk_scheme *s, const size_t *shape, 
 /* Storage bits per element including scales, global and table. */
 QTK_API double qtk_layout_bits_per_element(const qtk_layout *l);
 
+/* A shape as text: "64x128", "scalar" for rank 0 (the CLI's --shape syntax). Writes at most
+ * cap bytes, truncating; returns buf. */
+QTK_API const char *qtk_shape_format(const size_t *shape, int rank, char *buf, size_t cap);
+
 /* ------------------------------------------------------------------------------------------ */
 /* Lookup tables                                                                               */
 /* ------------------------------------------------------------------------------------------ */
@@ -271,6 +275,13 @@ QTK_API qtk_status qtk_quantize_into(const float *x, const size_t *shape, int ra
  * width; lookup tables finite. */
 QTK_API qtk_status qtk_tensor_from_bytes(const void *bytes, size_t len, const size_t *shape,
                                          int rank, const qtk_scheme *s, qtk_tensor **out);
+
+/* The same without a copy: the tensor borrows bytes, which must stay alive and unchanged
+ * until qtk_tensor_free, which then calls release(ctx) (release may be NULL). On failure
+ * release is not called: the bytes stay the caller's. */
+QTK_API qtk_status qtk_tensor_wrap(const void *bytes, size_t len, const size_t *shape, int rank,
+                                   const qtk_scheme *s, void (*release)(void *ctx), void *ctx,
+                                   qtk_tensor **out);
 
 /* Validate Burn-layout bytes without building a tensor (what from_bytes checks). */
 QTK_API qtk_status qtk_bytes_check(const void *bytes, size_t len, const size_t *shape, int rank,

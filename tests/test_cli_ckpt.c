@@ -184,7 +184,7 @@ static void eval_cmd(void) {
     /* embed, q, o, gate, up, down, head: rank 2 and >= 1024 elements */
     CHECK(strstr(out, "qtk eval: s.safetensors: 7 tensors, 16384 elements, 3 schemes") != NULL);
     CHECK(strstr(out, "model.layers.0.self_attn.q_proj.weight [32x32] BF16\n  nvfp4") != NULL);
-    CHECK(strstr(out, "n/a: block 4x4x4 has 3 dims but the tensor [32, 32] has rank 2") != NULL);
+    CHECK(strstr(out, "n/a: block 4x4x4 has 3 dims but the tensor 32x32 has rank 2") != NULL);
     CHECK(strstr(out, "(7 tensors left out: the scheme does not fit them)") != NULL);
     CHECK(run("eval s.safetensors --scheme nvfp4 --json --only 'up_proj|down_proj' --plot c.svg") == 0);
     CHECK(strstr(out, "\"tensors\": [\n  {\"name\": \"model.layers.0.mlp.up_proj.weight\", \"stored\": \"BF16\", \"shape\": [64, 32]") != NULL);

@@ -173,7 +173,7 @@ static void shape_errors(void) {
     size_t shape1[1] = {16};
     qtk_scheme s = parse("q8f,block=4x4:f16");
     qtk_tensor *t = NULL;
-    CHECK_ERR(qtk_quantize(x, shape1, 1, &s, NULL, &t), QTK_E_SHAPE, "block 4x4 has 2 dims but the tensor [16] has rank 1");
+    CHECK_ERR(qtk_quantize(x, shape1, 1, &s, NULL, &t), QTK_E_SHAPE, "block 4x4 has 2 dims but the tensor 16 has rank 1");
     qtk_scheme p = parse("e2m1,store=packed:1");
     CHECK_ERR(qtk_quantize_into(x, shape1, 1, &p, NULL, out, sizeof out), QTK_E_SHAPE, "pack dimension 1 does not exist");
     CHECK_ERR(qtk_tensor_from_bytes(out, 12, shape1, 1, &p, &t), QTK_E_SHAPE, "pack dimension 1");

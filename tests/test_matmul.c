@@ -677,12 +677,12 @@ static void errors(void) {
     CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, NULL, 8, NULL), QTK_E_ARG, "y is NULL");
     CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_E4M3, 2, 64, NULL, y, 8, NULL), QTK_E_ARG, "x dtype 'e4m3'");
     CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 63, NULL, y, 8, NULL), QTK_E_SHAPE,
-              "x has K = 63 columns but W of shape [8, 64] (layout nk) has K = 64 (its dim 1)");
+              "x has K = 63 columns but W of shape 8x64 (layout nk) has K = 64 (its dim 1)");
     CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 7, NULL), QTK_E_SHAPE,
-              "y has N = 7 columns but W of shape [8, 64] (layout nk) has N = 8 (its dim 0)");
+              "y has N = 7 columns but W of shape 8x64 (layout nk) has N = 8 (its dim 0)");
     qtk_matmul_options o = {QTK_MM_KN, QTK_PRECISION_EXACT, 0};
     CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, &o), QTK_E_SHAPE,
-              "x has K = 64 columns but W of shape [8, 64] (layout kn) has K = 8 (its dim 0)");
+              "x has K = 64 columns but W of shape 8x64 (layout kn) has K = 8 (its dim 0)");
     o = (qtk_matmul_options){(qtk_mm_layout)7, QTK_PRECISION_EXACT, 0};
     CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, &o), QTK_E_ARG, "layout 7");
     o = (qtk_matmul_options){QTK_MM_NK, (qtk_precision)9, 0};
@@ -697,7 +697,7 @@ static void errors(void) {
     float w3[2 * 4 * 64] = {0};
     CHECK_OK(qtk_quantize(w3, shp3, 3, &s, NULL, &t));
     CHECK_ERR(qtk_matmul(t, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, NULL), QTK_E_SHAPE,
-              "W must be rank 2 ([N, K] for layout nk); its shape is [2, 4, 64]");
+              "W must be rank 2 ([N, K] for layout nk); its shape is 2x4x64");
     CHECK_ERR(qtk_matmul_path(t, 1, NULL, &path), QTK_E_SHAPE, "rank 2");
     qtk_tensor_free(t);
     CHECK_ERR(qtk_matmul_f32(NULL, x, QTK_DTYPE_F32, 2, 64, NULL, y, 8, NULL), QTK_E_ARG, "W is NULL");

@@ -203,7 +203,7 @@ static void layout_errors(void) {
     qtk_layout L;
     qtk_scheme s = parse("q8f,block=4x4:f16");
     size_t sh[1] = {16};
-    CHECK_ERR(qtk_layout_compute(&s, sh, 1, &L), QTK_E_SHAPE, "block 4x4 has 2 dims but the tensor [16] has rank 1");
+    CHECK_ERR(qtk_layout_compute(&s, sh, 1, &L), QTK_E_SHAPE, "block 4x4 has 2 dims but the tensor 16 has rank 1");
     s = parse("q4f,store=u32:1");
     CHECK_ERR(qtk_layout_compute(&s, sh, 1, &L), QTK_E_SHAPE, "pack dimension 1 does not exist in a rank-1 tensor");
     s = parse("q4f,store=packed:1");

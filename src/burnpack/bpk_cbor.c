@@ -119,7 +119,7 @@ static cbor_item_t *block_size_item(const qtk_ckpt_tensor *t, const qtk_layout *
             *st = qtk__err(QTK_E_UNSUPPORTED,
                            "tensor '%s': scheme '%s' on shape %s has a block dim of %zu; Burn's format holds block dims "
                            "of at most 255",
-                           t->name, spec, qtk__ckpt_shape_str(t->shape, t->rank, sb, sizeof sb), v);
+                           t->name, spec, qtk_shape_format(t->shape, t->rank, sb, sizeof sb), v);
             return fail(storage);
         }
         if (!cb_push(storage, cb_uint(v))) return fail(storage);

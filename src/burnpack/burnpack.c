@@ -110,7 +110,7 @@ static qtk_status add_entry(qtk_ckpt *c, const entry *e, size_t data_start) {
         if (st) return st;
         if (t->nbytes != len)
             return qtk__err(QTK_E_LENGTH, "tensor '%s' (%s, shape %s) takes %zu bytes; its data_offsets [%llu, %llu) give %zu",
-                            nm, qtk_elem_name(e->dt.elem), qtk__ckpt_shape_str(e->shape, e->rank, sb, sizeof sb),
+                            nm, qtk_elem_name(e->dt.elem), qtk_shape_format(e->shape, e->rank, sb, sizeof sb),
                             t->nbytes, (unsigned long long)e->start, (unsigned long long)e->end, len);
     } else {
         if (e->rank > QTK_MAX_RANK)
@@ -136,7 +136,7 @@ static qtk_status add_entry(qtk_ckpt *c, const entry *e, size_t data_start) {
             return qtk__err(QTK_E_LENGTH,
                             "tensor '%s': scheme '%s' on shape %s takes exactly %zu bytes (values %zu + scales %zu + global "
                             "%zu + table %zu); its data_offsets [%llu, %llu) give %zu",
-                            nm, spec, qtk__ckpt_shape_str(e->shape, e->rank, sb, sizeof sb), L.total_bytes, L.value_bytes,
+                            nm, spec, qtk_shape_format(e->shape, e->rank, sb, sizeof sb), L.total_bytes, L.value_bytes,
                             L.scale_bytes, L.global_bytes, L.table_bytes, (unsigned long long)e->start,
                             (unsigned long long)e->end, len);
         }

@@ -27,9 +27,14 @@ const char *qtk__index_str(const qtk__plan *p, size_t i, char *buf, size_t cap) 
         c[d] = p->eshape[d] ? rem % p->eshape[d] : 0;
         rem = p->eshape[d] ? rem / p->eshape[d] : 0;
     }
-    char cs[200];
-    qtk__shape_str(c, p->L.rank, cs, sizeof cs);
-    snprintf(buf, cap, "index %zu (coordinates %s)", i, cs);
+    /* a position, not a shape: written as a tuple */
+    int n = snprintf(buf, cap, "index %zu (coordinates [", i);
+    size_t used = n > 0 ? (size_t)n : 0;
+    for (int d = 0; d < p->L.rank && used < cap; d++) {
+        n = snprintf(buf + used, cap - used, d ? ", %zu" : "%zu", c[d]);
+        used += n > 0 ? (size_t)n : 0;
+    }
+    if (used < cap) snprintf(buf + used, cap - used, "])");
     return buf;
 }
 

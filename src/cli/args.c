@@ -124,17 +124,3 @@ bool cli_parse_shape(const char *s, size_t *shape, int *rank) {
     return true;
 }
 
-const char *cli_shape_str(const size_t *shape, int rank, char *buf, size_t cap) {
-    if (rank == 0) {
-        snprintf(buf, cap, "scalar");
-        return buf;
-    }
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < rank && n < cap; i++) {
-        int k = snprintf(buf + n, cap - n, i ? "x%zu" : "%zu", shape[i]);
-        if (k < 0) break;
-        n += (size_t)k;
-    }
-    return buf;
-}

@@ -45,7 +45,6 @@ int cli_usage_error(const char *cmd, const char *fmt, ...)
 bool cli_parse_shape(const char *s, size_t *shape, int *rank);
 bool cli_parse_int(const char *s, long lo, long hi, long *out);
 bool cli_parse_float(const char *s, float *out);
-const char *cli_shape_str(const size_t *shape, int rank, char *buf, size_t cap);
 
 /* A progress bar on stderr, drawn only when stderr is a terminal. */
 typedef struct cli_progress {

@@ -77,7 +77,7 @@ static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor 
     const char *from = in->quantized ? (qtk_scheme_format(&in->scheme, a, sizeof a, NULL) ? "?" : a) : qtk_elem_name(in->elem);
     const char *to = out->quantized ? (qtk_scheme_format(&out->scheme, b, sizeof b, NULL) ? "?" : b) : qtk_elem_name(out->elem);
     const char *verb = d->act == QTK_ACT_QUANTIZE ? "quantize" : d->act == QTK_ACT_DEQUANTIZE ? "dequantize" : "copy";
-    printf("  %-10s %s [%s] %s%s%s  (%s)\n", verb, in->name, cli_shape_str(in->shape, in->rank, sb, sizeof sb), from,
+    printf("  %-10s %s [%s] %s%s%s  (%s)\n", verb, in->name, qtk_shape_format(in->shape, in->rank, sb, sizeof sb), from,
            d->act == QTK_ACT_KEEP ? "" : " -> ", d->act == QTK_ACT_KEEP ? "" : to, d->why);
 }
 

@@ -60,7 +60,7 @@ void cli_eval_print(FILE *f, const char *path, const qtk__eval_result *r, bool s
     if (!summary) {
         char sb[128];
         for (size_t i = 0; i < r->n_rows; i++) {
-            fprintf(f, "%s [%s] %s\n", r->rows[i].name, cli_shape_str(r->rows[i].shape, r->rows[i].rank, sb, sizeof sb),
+            fprintf(f, "%s [%s] %s\n", r->rows[i].name, qtk_shape_format(r->rows[i].shape, r->rows[i].rank, sb, sizeof sb),
                     r->rows[i].stored);
             for (size_t j = 0; j < r->n_schemes; j++) metrics_row(f, r->specs[j], &r->cells[i * r->n_schemes + j]);
         }

@@ -156,7 +156,7 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
         else snprintf(off, sizeof off, "%zu", qtk_ckpt_offset_of(c, i));
         fprintf(f, "%-*s  ", nw, t->name);
         if (fw) fprintf(f, "%-*s  ", fw, t->file_type ? t->file_type : "");
-        fprintf(f, "%-*s  %-14s %12zu %8.3f %12s\n", tw, type_of(t, tb, sizeof tb), cli_shape_str(t->shape, t->rank, sb, sizeof sb),
+        fprintf(f, "%-*s  %-14s %12zu %8.3f %12s\n", tw, type_of(t, tb, sizeof tb), qtk_shape_format(t->shape, t->rank, sb, sizeof sb),
                 bytes, bpe, off);
         if (t->quantized || t->decoded) nq++, bq += bytes;
         else br += bytes;

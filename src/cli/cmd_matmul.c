@@ -119,7 +119,7 @@ int cmd_matmul(int argc, char **argv) {
         }
         if (wn.rank != 2) {
             char b[128];
-            rc = cli_fail(cmd, QTK_OK, "W.npy has shape %s; W is a matrix (%s)", cli_shape_str(wn.shape, wn.rank, b, sizeof b),
+            rc = cli_fail(cmd, QTK_OK, "W.npy has shape %s; W is a matrix (%s)", qtk_shape_format(wn.shape, wn.rank, b, sizeof b),
                           o.layout == QTK_MM_NK ? "[N, K]" : "[K, N]");
             goto done;
         }
@@ -138,15 +138,15 @@ int cmd_matmul(int argc, char **argv) {
     }
     if (xn.rank != 1 && xn.rank != 2) {
         char b[128];
-        rc = cli_fail(cmd, QTK_OK, "X.npy has shape %s; X must be [M, K] or [K]", cli_shape_str(xn.shape, xn.rank, b, sizeof b));
+        rc = cli_fail(cmd, QTK_OK, "X.npy has shape %s; X must be [M, K] or [K]", qtk_shape_format(xn.shape, xn.rank, b, sizeof b));
         goto done;
     }
     size_t M = xn.rank == 2 ? xn.shape[0] : 1, XK = xn.shape[xn.rank - 1];
     if (XK != K) {
         char b[128];
         rc = cli_fail(cmd, QTK_OK, "X.npy has K = %zu (shape %s) but W has K = %zu (shape %s, layout %s)", XK,
-                      cli_shape_str(xn.shape, xn.rank, b, sizeof b), K,
-                      cli_shape_str(L->shape, 2, (char[128]){0}, 128), o.layout == QTK_MM_NK ? "nk" : "kn");
+                      qtk_shape_format(xn.shape, xn.rank, b, sizeof b), K,
+                      qtk_shape_format(L->shape, 2, (char[128]){0}, 128), o.layout == QTK_MM_NK ? "nk" : "kn");
         goto done;
     }
     if (bias_path) {
@@ -158,7 +158,7 @@ int cmd_matmul(int argc, char **argv) {
         if (bn.numel != N || bn.rank < 1 || bn.shape[bn.rank - 1] != N || bn.rank > 2) {
             char b[128];
             rc = cli_fail(cmd, QTK_OK, "--bias has shape %s; it must hold N = %zu values ([N])",
-                          cli_shape_str(bn.shape, bn.rank, b, sizeof b), N);
+                          qtk_shape_format(bn.shape, bn.rank, b, sizeof b), N);
             goto done;
         }
     }

@@ -97,7 +97,7 @@ int cmd_quantize(int argc, char **argv) {
         if (!same) {
             char a[128], b[128];
             rc = cli_fail(cmd, QTK_OK, "--scales has shape %s but the block grid is %s (give it shaped as the grid, or flat)",
-                          cli_shape_str(sc.shape, sc.rank, a, sizeof a), cli_shape_str(L.grid, L.rank, b, sizeof b));
+                          qtk_shape_format(sc.shape, sc.rank, a, sizeof a), qtk_shape_format(L.grid, L.rank, b, sizeof b));
             goto done;
         }
     }

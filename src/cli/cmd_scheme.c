@@ -99,13 +99,13 @@ int cmd_scheme(int argc, char **argv) {
     qtk_layout L;
     char sb[160], ss[160];
     st = qtk_layout_compute(&s, shape, rank, &L);
-    if (st) return cli_fail(cmd, st, "on shape %s", cli_shape_str(shape, rank, sb, sizeof sb));
-    printf("\non shape %s%s (%zu elements):\n", cli_shape_str(shape, rank, sb, sizeof sb),
+    if (st) return cli_fail(cmd, st, "on shape %s", qtk_shape_format(shape, rank, sb, sizeof sb));
+    printf("\non shape %s%s (%zu elements):\n", qtk_shape_format(shape, rank, sb, sizeof sb),
            shape_s ? "" : " (the default; --shape sets it)", L.numel);
     printf("  values  %zu bytes, storage shape %s of %u-byte units\n", L.value_bytes,
-           cli_shape_str(L.storage_shape, rank > 0 ? rank : 1, ss, sizeof ss), L.unit_bytes);
+           qtk_shape_format(L.storage_shape, rank > 0 ? rank : 1, ss, sizeof ss), L.unit_bytes);
     printf("  scales  %zu x %s = %zu bytes (block grid %s)\n", L.n_scales, qtk_dtype_name(L.scale_dtype), L.scale_bytes,
-           cli_shape_str(L.grid, rank, ss, sizeof ss));
+           qtk_shape_format(L.grid, rank, ss, sizeof ss));
     if (L.global_bytes) printf("  global  4 bytes (f32)\n");
     if (L.table_bytes) printf("  table   %zu bytes (%zu f32 entries)\n", L.table_bytes, L.table_entries);
     printf("  total   %zu bytes = %.4f bits per element\n", L.total_bytes, qtk_layout_bits_per_element(&L));

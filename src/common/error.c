@@ -25,6 +25,7 @@ const char *qtk_status_name(qtk_status st) {
     case QTK_E_UNSUPPORTED: return "QTK_E_UNSUPPORTED";
     case QTK_E_NOTFOUND: return "QTK_E_NOTFOUND";
     case QTK_E_INTERNAL: return "QTK_E_INTERNAL";
+    case QTK_E_CANCELLED: return "QTK_E_CANCELLED";
     }
     return "QTK_E_UNKNOWN";
 }
@@ -60,17 +61,18 @@ qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) {
     return st;
 }
 
-const char *qtk__shape_str(const size_t *shape, int rank, char *buf, size_t cap) {
-    size_t used = 0;
-    if (cap == 0) return buf;
+const char *qtk_shape_format(const size_t *shape, int rank, char *buf, size_t cap) {
+    if (!buf || cap == 0) return buf;
     buf[0] = '\0';
-    int n = snprintf(buf, cap, "[");
-    used = n > 0 ? (size_t)n : 0;
+    if (rank <= 0 || !shape) {
+        snprintf(buf, cap, "scalar");
+        return buf;
+    }
+    size_t used = 0;
     for (int i = 0; i < rank && used < cap; i++) {
-        n = snprintf(buf + used, cap - used, i ? ", %zu" : "%zu", shape[i]);
+        int n = snprintf(buf + used, cap - used, i ? "x%zu" : "%zu", shape[i]);
         if (n < 0) break;
         used += (size_t)n;
     }
-    if (used < cap) snprintf(buf + used, cap - used, "]");
     return buf;
 }

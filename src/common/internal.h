@@ -105,9 +105,6 @@ static inline void qtk__fpenv_enter(qtk__fpenv *e) {
 static inline void qtk__fpenv_leave(qtk__fpenv *e) { fesetenv(&e->saved); }
 #endif
 
-/* Formats a shape as "[2, 3, 4]" into buf (always terminated). */
-QTK_INTERNAL const char *qtk__shape_str(const size_t *shape, int rank, char *buf, size_t cap);
-
 /* Thread count to use for a job of `work` elements (≥ 1). */
 QTK_INTERNAL int qtk__threads_for(int requested, size_t work);
 

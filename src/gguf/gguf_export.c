@@ -119,7 +119,7 @@ int qtk__gguf_choose(const qtk_ckpt_tensor *t, const char *hint, bool *companion
              "no ggml type holds %s exactly on shape %s (GGUF takes q8/q4 with f16 scales, 4-bit iq4nl with f16, "
              "mxfp4, e2m1/ue4m3 (nvfp4) and q2s with f16, in blocks of 32 (64 for nvfp4 and q2s) along the last "
              "dimension)",
-             spec, qtk__ckpt_shape_str(t->shape, t->rank, (char[128]){0}, 128));
+             spec, qtk_shape_format(t->shape, t->rank, (char[128]){0}, 128));
     return -1;
 }
 

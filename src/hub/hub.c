@@ -91,10 +91,6 @@ const uint8_t *hub_bytes(const qtk__hub *h, const hub_raw *r) {
     return p->len ? c->map.data + p->off : empty;
 }
 
-const char *hub_shape(const size_t *shape, int rank, char *buf, size_t cap) {
-    return qtk__ckpt_shape_str(shape, rank, buf, cap);
-}
-
 bool hub_same_shape(const qtk_ckpt_tensor *t, const size_t *shape, int rank) {
     if (t->rank != rank) return false;
     for (int i = 0; i < rank; i++)

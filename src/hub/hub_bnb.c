@@ -146,7 +146,7 @@ static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *am) {
     char s1[128];
     if (w->t->nbytes != (n + 1) / 2)
         return qtk__err(QTK_E_SHAPE, "'%s' (in '%s') holds %zu bytes; its quant_state shape [%s] (%zu elements) packs into %zu",
-                        x, hub_file(h, w), w->t->nbytes, hub_shape(b.shape, b.rank, s1, sizeof s1), n, (n + 1) / 2);
+                        x, hub_file(h, w), w->t->nbytes, qtk_shape_format(b.shape, b.rank, s1, sizeof s1), n, (n + 1) / 2);
     size_t B = (size_t)b.blocksize, nb = qtk__ceil_div(n, B);
     bnb_param *p = hub_alloc(h, sizeof *p);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
@@ -195,7 +195,7 @@ static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *am) {
     if (!s) s = hub_add(h, &pd);
     if (!s && !rows)
         s = hub_notice(h, x, "bitsandbytes blocks of %zu run across the rows of [%s]: held flattened as [%zu]", B,
-                       hub_shape(b.shape, b.rank, s1, sizeof s1), n);
+                       qtk_shape_format(b.shape, b.rank, s1, sizeof s1), n);
     if (s) return s;
     w->used = am->used = qm->used = st->used = true;
     if (na) na->used = nq->used = true;
@@ -276,7 +276,7 @@ static qtk_status plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
         return qtk__err(QTK_E_UNSUPPORTED,
                         "layout bnb stores q4f,table=nf4,block=B:f32 (or bitsandbytes' fp4 table), B a power of two in "
                         "32..4096, on [n] or on a shape whose last dim is a multiple of B; this is '%s' on [%s]",
-                        spec, hub_shape(t->shape, r, sh, sizeof sh));
+                        spec, qtk_shape_format(t->shape, r, sh, sizeof sh));
     }
     qtk_layout L;
     qtk_status st = qtk_layout_compute(s, t->shape, r, &L);

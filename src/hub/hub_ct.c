@@ -269,7 +269,7 @@ static qtk_status infer(qtk__hub *h, const weight *w, ct_args *a) {
         a->strategy = CT_BLOCK, a->bh = (long long)(sh[0] / s->shape[0]), a->bw = (long long)(sh[1] / s->shape[1]);
     else
         return qtk__err(QTK_E_FORMAT, "'%s' [%s] with '%s' [%s]: without config.json qtk cannot tell the group or block size",
-                        w->x, hub_shape(sh, w->rank, b1, sizeof b1), s->name, hub_shape(s->shape, s->rank, b2, sizeof b2));
+                        w->x, qtk_shape_format(sh, w->rank, b1, sizeof b1), s->name, qtk_shape_format(s->shape, s->rank, b2, sizeof b2));
     if (w->kind == W_NVFP4 && a->strategy == CT_GROUP) a->strategy = CT_TENSOR_GROUP;
     if ((a->strategy == CT_GROUP && w->kind != W_MXFP4) || a->strategy == CT_BLOCK) /* MXFP4's 32 is fixed */
         return hub_notice(h, w->x, "no config.json: %s inferred from the scale shape (%lld%s%lld)",
@@ -303,15 +303,15 @@ static qtk_status check_scale(qtk__hub *h, const weight *w, const ct_args *a, bo
     if (!grid_of(a, w->lshape, w->rank, g, &gr))
         return qtk__err(QTK_E_UNSUPPORTED, "'%s' [%s]: strategy of config group '%s' is not one qtk reads for it "
                         "(tensor, channel, group, block on 2-D weights)", w->x,
-                        hub_shape(w->lshape, w->rank, b1, sizeof b1), a->group ? a->group : "?");
+                        qtk_shape_format(w->lshape, w->rank, b1, sizeof b1), a->group ? a->group : "?");
     bool ok = gr == 0 ? s->numel == 1
                       : (s->rank == 2 && hub_same_shape(s, g, 2)) ||
                             (a->strategy == CT_CHANNEL && s->rank == 1 && s->shape[0] == g[0]);
     if (!ok)
         return qtk__err(QTK_E_SHAPE, "'%s' (in '%s') is [%s]; %s on '%s' [%s] needs [%s]", s->name, hub_file(h, w->scale),
-                        hub_shape(s->shape, s->rank, b1, sizeof b1),
+                        qtk_shape_format(s->shape, s->rank, b1, sizeof b1),
                         inferred ? "the inferred strategy" : a->group ? "the config group's strategy" : "the strategy", w->x,
-                        hub_shape(w->lshape, w->rank, b2, sizeof b2), gr ? hub_shape(g, 2, b3, sizeof b3) : "1");
+                        qtk_shape_format(w->lshape, w->rank, b2, sizeof b2), gr ? qtk_shape_format(g, 2, b3, sizeof b3) : "1");
     return QTK_OK;
 }
 
@@ -451,7 +451,7 @@ static qtk_status gather(qtk__hub *h, const char *x, weight *w, bool *is) {
                 if (w->global->t->elem != QTK_ELEM_F32 || w->global->t->numel != 1)
                     return qtk__err(QTK_E_FORMAT, "'%s_global_scale' (in '%s') is %s [%s]; it is F32 [1]", x,
                                     hub_file(h, w->global), qtk_elem_name(w->global->t->elem),
-                                    hub_shape(w->global->t->shape, w->global->t->rank, b1, sizeof b1));
+                                    qtk_shape_format(w->global->t->shape, w->global->t->rank, b1, sizeof b1));
             } else if (st->elem == QTK_ELEM_U8 || st->elem == QTK_ELEM_F8_E8M0) {
                 w->kind = W_MXFP4;
                 size_t want[QTK_MAX_RANK];
@@ -459,8 +459,8 @@ static qtk_status gather(qtk__hub *h, const char *x, weight *w, bool *is) {
                 want[w->rank - 1] = qtk__ceil_div(want[w->rank - 1], 32);
                 if (!hub_same_shape(st, want, w->rank))
                     return qtk__err(QTK_E_SHAPE, "'%s_scale' (in '%s') is [%s]; MXFP4 scales of '%s' need [%s]", x,
-                                    hub_file(h, w->scale), hub_shape(st->shape, st->rank, b1, sizeof b1), x,
-                                    hub_shape(want, w->rank, b2, sizeof b2));
+                                    hub_file(h, w->scale), qtk_shape_format(st->shape, st->rank, b1, sizeof b1), x,
+                                    qtk_shape_format(want, w->rank, b2, sizeof b2));
             } else {
                 return qtk__err(QTK_E_FORMAT, "'%s_scale' (in '%s') is %s; packed FP4 scales are F8_E4M3 or U8", x,
                                 hub_file(h, w->scale), qtk_elem_name(st->elem));
@@ -504,8 +504,8 @@ static qtk_status pack_bits(qtk__hub *h, weight *w, const ct_args *a) {
     char b1[128], b2[128];
     if ((a->bits && a->bits != 4 && a->bits != 8) || qtk__ceil_div(K, 32 / bits) != cols || w->w->t->numel != rows * cols)
         return qtk__err(QTK_E_SHAPE, "'%s_packed' (in '%s') is I32 [%s]; %u-bit fields of '%s' [%s] need %zu words a row%s", w->x,
-                        hub_file(h, w->w), hub_shape(w->w->t->shape, w->w->t->rank, b1, sizeof b1), bits, w->x,
-                        hub_shape(w->lshape, w->rank, b2, sizeof b2), qtk__ceil_div(K, 32 / bits),
+                        hub_file(h, w->w), qtk_shape_format(w->w->t->shape, w->w->t->rank, b1, sizeof b1), bits, w->x,
+                        qtk_shape_format(w->lshape, w->rank, b2, sizeof b2), qtk__ceil_div(K, 32 / bits),
                         a->bits ? " (num_bits from the config)" : "");
     w->bits = bits;
     return QTK_OK;

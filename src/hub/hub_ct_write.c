@@ -136,7 +136,7 @@ qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
                         "layout compressed-tensors stores nvfp4 (2-D, K a multiple of 16), mxfp4, e4m3/e5m2 and q8f with "
                         "store=native, and q4f/q8f with store=u32:0 (2-D), each with one per-tensor, per-row (block=*), "
                         "group (block=G) or 2-D block scale in f32, bf16 or f16; this is '%s' on [%s]",
-                        spec, hub_shape(t->shape, t->rank, sh, sizeof sh));
+                        spec, qtk_shape_format(t->shape, t->rank, sh, sizeof sh));
     }
     qtk_layout L;
     qtk_status st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);

@@ -54,7 +54,7 @@ static qtk_status fold(qtk__hub *h) {
         const qtk_ckpt_tensor *wt = w->t, *stt = sc->t;
         if ((wt->elem != QTK_ELEM_F8_E4M3 && wt->elem != QTK_ELEM_F8_E5M2) || wt->rank != 2)
             return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') is %s [%s]; block FP8 weights are F8_E4M3 [O, K]", x,
-                            hub_file(h, w), qtk_elem_name(wt->elem), hub_shape(wt->shape, wt->rank, a, sizeof a));
+                            hub_file(h, w), qtk_elem_name(wt->elem), qtk_shape_format(wt->shape, wt->rank, a, sizeof a));
         qtk_dtype dt = hub_scale_dtype(stt->elem);
         if (dt == QTK_DTYPE_NONE || dt == QTK_DTYPE_UE4M3 || stt->elem == QTK_ELEM_U8)
             return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') is %s; block FP8 scales are F32 (or BF16, F16, F8_E8M0)",
@@ -63,9 +63,9 @@ static qtk_status fold(qtk__hub *h) {
         if (!hub_same_shape(stt, want, 2))
             return qtk__err(QTK_E_SHAPE,
                             "'%s' (in '%s') is [%s]; %lldx%lld blocks (%s) on '%s' [%s] need [%s]", stt->name,
-                            hub_file(h, sc), hub_shape(stt->shape, stt->rank, a, sizeof a), bs[0], bs[1],
+                            hub_file(h, sc), qtk_shape_format(stt->shape, stt->rank, a, sizeof a), bs[0], bs[1],
                             given ? "config.json weight_block_size" : "the default, no config.json", x,
-                            hub_shape(wt->shape, 2, b, sizeof b), hub_shape(want, 2, c, sizeof c));
+                            qtk_shape_format(wt->shape, 2, b, sizeof b), qtk_shape_format(want, 2, c, sizeof c));
         hub_pending p = {.name = x, .quantized = true, .rank = 2, .shape = wt->shape,
                          .item = {.raw = {(size_t)(w - h->raw), i}, .n = 2}};
         st = hub_scheme(&p.scheme, "%s,block=%lldx%lld:%s,store=native", wt->elem == QTK_ELEM_F8_E4M3 ? "e4m3" : "e5m2",
@@ -99,7 +99,7 @@ static qtk_status fit(const qtk_ckpt_tensor *t, qtk_layout *L) {
         return qtk__err(QTK_E_UNSUPPORTED,
                         "layout deepseek stores 2-D e4m3 weights with a grid of block scales "
                         "(e4m3,block=128x128:f32,store=native; scales f32, bf16, f16 or ue8m0); this is '%s' on [%s]",
-                        spec, hub_shape(t->shape, t->rank, sh, sizeof sh));
+                        spec, qtk_shape_format(t->shape, t->rank, sh, sizeof sh));
     return qtk_layout_compute(s, t->shape, t->rank, L);
 }
 

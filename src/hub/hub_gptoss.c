@@ -44,11 +44,11 @@ static qtk_status fold(qtk__hub *h) {
         int r = bt->rank;
         if (bt->elem != QTK_ELEM_U8 || r < 2 || bt->shape[r - 1] != 16 || r - 1 > QTK_MAX_RANK)
             return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') is %s [%s]; gpt-oss blocks are U8 [..., K/32, 16]", bt->name,
-                            hub_file(h, bl), qtk_elem_name(bt->elem), hub_shape(bt->shape, r, a, sizeof a));
+                            hub_file(h, bl), qtk_elem_name(bt->elem), qtk_shape_format(bt->shape, r, a, sizeof a));
         if ((stt->elem != QTK_ELEM_U8 && stt->elem != QTK_ELEM_F8_E8M0) || !hub_same_shape(stt, bt->shape, r - 1))
             return qtk__err(QTK_E_SHAPE, "'%s' (in '%s') is %s [%s]; for '%s' [%s] the scales are U8 (or F8_E8M0) [%s]",
-                            stt->name, hub_file(h, sc), qtk_elem_name(stt->elem), hub_shape(stt->shape, stt->rank, a, sizeof a),
-                            bt->name, hub_shape(bt->shape, r, b, sizeof b), hub_shape(bt->shape, r - 1, c, sizeof c));
+                            stt->name, hub_file(h, sc), qtk_elem_name(stt->elem), qtk_shape_format(stt->shape, stt->rank, a, sizeof a),
+                            bt->name, qtk_shape_format(bt->shape, r, b, sizeof b), qtk_shape_format(bt->shape, r - 1, c, sizeof c));
         size_t *shape = hub_alloc(h, (size_t)(r - 1) * sizeof *shape);
         if (!shape) return qtk__err(QTK_E_NOMEM, "out of memory");
         for (int k = 0; k < r - 2; k++) shape[k] = bt->shape[k];
@@ -83,7 +83,7 @@ static qtk_status plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
         return qtk__err(QTK_E_UNSUPPORTED,
                         "layout gpt-oss stores mxfp4 (e2m1,block=32:ue8m0,store=packed:0) on tensors whose last "
                         "dimension is a multiple of 32; this is '%s' on [%s]",
-                        spec, hub_shape(t->shape, t->rank, sh, sizeof sh));
+                        spec, qtk_shape_format(t->shape, t->rank, sh, sizeof sh));
     }
     qtk_layout L;
     if ((st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L))) return st;

@@ -117,7 +117,6 @@ qtk_status hub_notice(qtk__hub *h, const char *tensor, const char *fmt, ...) QTK
 bool hub_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* Copies of shapes etc. */
 void *hub_alloc(qtk__hub *h, size_t n);
-const char *hub_shape(const size_t *shape, int rank, char *buf, size_t cap); /* "64x32", "scalar" */
 bool hub_same_shape(const qtk_ckpt_tensor *t, const size_t *shape, int rank);
 
 /* ---- shared by readers and writers ---- */

@@ -113,8 +113,8 @@ static qtk_status nvfp4(qtk__hub *h, const char *x, hub_raw *w, hub_raw *sc, hub
         return qtk__err(QTK_E_SHAPE,
                         "'%s_scale' (in '%s') is [%s]; for '%s' U8 [%s] NVFP4 scales are [..., O, K/16] (one per 16 of "
                         "the last dim's K = 2 x %zu) or, for BMM experts, [E, K/16, O]",
-                        x, hub_file(h, sc), hub_shape(st->shape, st->rank, a, sizeof a), x,
-                        hub_shape(wt->shape, r, b, sizeof b), r ? wt->shape[r - 1] : 0);
+                        x, hub_file(h, sc), qtk_shape_format(st->shape, st->rank, a, sizeof a), x,
+                        qtk_shape_format(wt->shape, r, b, sizeof b), r ? wt->shape[r - 1] : 0);
     if (g2->t->elem != QTK_ELEM_F32)
         return qtk__err(QTK_E_FORMAT, "'%s_scale_2' (in '%s') is %s; ModelOpt's global scale is F32", x, hub_file(h, g2),
                         qtk_elem_name(g2->t->elem));
@@ -168,8 +168,8 @@ static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *sc, int *
         for (int k = 0; ok && k < r - 1; k++) ok = st->shape[k] == wt->shape[k];
         if (!ok)
             return qtk__err(QTK_E_SHAPE, "'%s_scale' (in '%s') is %s [%s]; for MXFP4 '%s' U8 [%s] it is [..., O, K/32]%s",
-                            x, hub_file(h, sc), qtk_elem_name(st->elem), hub_shape(st->shape, st->rank, a, sizeof a), x,
-                            hub_shape(wt->shape, r, b, sizeof b), g2 ? " and there is no weight_scale_2" : "");
+                            x, hub_file(h, sc), qtk_elem_name(st->elem), qtk_shape_format(st->shape, st->rank, a, sizeof a), x,
+                            qtk_shape_format(wt->shape, r, b, sizeof b), g2 ? " and there is no weight_scale_2" : "");
         size_t *shape = hub_alloc(h, (size_t)r * sizeof *shape);
         if (!shape) return qtk__err(QTK_E_NOMEM, "out of memory");
         for (int k = 0; k < r; k++) shape[k] = wt->shape[k];
@@ -192,8 +192,8 @@ static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *sc, int *
             return qtk__err(QTK_E_SHAPE,
                             "'%s_scale' (in '%s') is F32 [%s]; for FP8 '%s' [%s] ModelOpt writes [] (per tensor), [O] "
                             "(per channel) or [%s] (128x128 blocks)",
-                            x, hub_file(h, sc), hub_shape(st->shape, st->rank, a, sizeof a), x,
-                            hub_shape(wt->shape, r, b, sizeof b), hub_shape(pb, 2, c, sizeof c));
+                            x, hub_file(h, sc), qtk_shape_format(st->shape, st->rank, a, sizeof a), x,
+                            qtk_shape_format(wt->shape, r, b, sizeof b), qtk_shape_format(pb, 2, c, sizeof c));
         }
     } else {
         return qtk__err(QTK_E_FORMAT,
@@ -277,7 +277,7 @@ static qtk_status plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
                         "layout modelopt stores nvfp4 (last dim a multiple of 16), the BMM-expert form "
                         "e2m1,block=16x1:ue4m3,tensor=f32,store=packed:1 on [E, K, O], mxfp4 (last dim a multiple of 32), "
                         "and e4m3,store=native with tensor=f32, block=*:f32 or block=128x128:f32 (2-D); this is '%s' on [%s]",
-                        spec, hub_shape(t->shape, t->rank, sh, sizeof sh));
+                        spec, qtk_shape_format(t->shape, t->rank, sh, sizeof sh));
     }
     qtk_layout L;
     qtk_status st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);

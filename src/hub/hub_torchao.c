@@ -148,8 +148,8 @@ static qtk_status one(qtk__hub *h, const char *key, const json_t *desc) {
             p.item.param = sp;
         } else if (!hub_same_shape(st, want, r)) {
             return qtk__err(QTK_E_SHAPE, "'%s' is [%s]; %s '%s' [%s] needs scales [%s]", st->name,
-                            hub_shape(st->shape, st->rank, b1, sizeof b1), type, key, hub_shape(shape, r, b2, sizeof b2),
-                            hub_shape(want, r, b3, sizeof b3));
+                            qtk_shape_format(st->shape, st->rank, b1, sizeof b1), type, key, qtk_shape_format(shape, r, b2, sizeof b2),
+                            qtk_shape_format(want, r, b3, sizeof b3));
         }
     }
     s = hub_add(h, &p);

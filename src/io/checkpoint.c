@@ -62,20 +62,6 @@ bool qtk__utf8_ok(const char *str, size_t n) {
     return true;
 }
 
-const char *qtk__ckpt_shape_str(const size_t *shape, int rank, char *buf, size_t cap) {
-    if (rank == 0) {
-        snprintf(buf, cap, "scalar");
-        return buf;
-    }
-    size_t n = 0;
-    buf[0] = '\0';
-    for (int i = 0; i < rank && n < cap; i++) {
-        int k = snprintf(buf + n, cap - n, i ? "x%zu" : "%zu", shape[i]);
-        if (k < 0) break;
-        n += (size_t)k;
-    }
-    return buf;
-}
 
 /* ---- descriptions ---- */
 
@@ -117,7 +103,7 @@ static qtk_status add_tensor(qtk__desc *d, const char *name, const size_t *shape
         if (!qtk__mul_ok(numel, shape[i], &numel)) {
             char sb[256];
             return qtk__err(QTK_E_SHAPE, "tensor '%s': shape %s has more elements than fit in size_t", name,
-                            qtk__ckpt_shape_str(shape, rank, sb, sizeof sb));
+                            qtk_shape_format(shape, rank, sb, sizeof sb));
         }
     }
     t->name = nm;

@@ -111,8 +111,6 @@ qtk_status qtk__ckpt_resolve_table(qtk_scheme *s, const uint8_t *entries, size_t
 /* true if s[0..n) is valid UTF-8 without NUL bytes. */
 bool qtk__utf8_ok(const char *s, size_t n);
 
-/* "64x32" / "scalar" into buf. */
-const char *qtk__ckpt_shape_str(const size_t *shape, int rank, char *buf, size_t cap);
 
 #define QTK__ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))
 

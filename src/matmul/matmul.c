@@ -72,14 +72,14 @@ static qtk_status check_shape(const size_t *shape, int rank, qtk_mm_layout lay, 
     const char *ln = lay == QTK_MM_NK ? "nk" : "kn";
     if (rank != 2)
         return qtk__err(QTK_E_SHAPE, "W must be rank 2 (%s for layout %s); its shape is %s",
-                        lay == QTK_MM_NK ? "[N, K]" : "[K, N]", ln, qtk__shape_str(shape, rank, sb, sizeof sb));
+                        lay == QTK_MM_NK ? "[N, K]" : "[K, N]", ln, qtk_shape_format(shape, rank, sb, sizeof sb));
     int kd = lay == QTK_MM_NK ? 1 : 0, nd = 1 - kd;
     if (shape[kd] != k)
         return qtk__err(QTK_E_SHAPE, "x has K = %zu columns but W of shape %s (layout %s) has K = %zu (its dim %d)", k,
-                        qtk__shape_str(shape, 2, sb, sizeof sb), ln, shape[kd], kd);
+                        qtk_shape_format(shape, 2, sb, sizeof sb), ln, shape[kd], kd);
     if (shape[nd] != n)
         return qtk__err(QTK_E_SHAPE, "y has N = %zu columns but W of shape %s (layout %s) has N = %zu (its dim %d)", n,
-                        qtk__shape_str(shape, 2, sb, sizeof sb), ln, shape[nd], nd);
+                        qtk_shape_format(shape, 2, sb, sizeof sb), ln, shape[nd], nd);
     return QTK_OK;
 }
 

@@ -112,7 +112,7 @@ static qtk_status check_layout(const st_entry *e, size_t n, size_t data_len) {
         if (st) return qtk__err_context(st, "tensor '%s'", e[i].name);
         if (e[i].end - e[i].begin != bytes)
             return qtk__err(QTK_E_LENGTH, "tensor '%s' (%s, shape %s) takes %zu bytes; its data_offsets [%zu, %zu) give %zu",
-                            e[i].name, qtk_elem_name(e[i].elem), qtk__ckpt_shape_str(e[i].shape, e[i].rank, sb, sizeof sb),
+                            e[i].name, qtk_elem_name(e[i].elem), qtk_shape_format(e[i].shape, e[i].rank, sb, sizeof sb),
                             bytes, e[i].begin, e[i].end, e[i].end - e[i].begin);
         at = e[i].end;
     }

@@ -129,9 +129,9 @@ qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, c
         for (int i = 0; same_shape && i < p->rank; i++) same_shape = p->shape[i] == want[k].shape[i];
         if (p->elem != want[k].elem || !same_shape)
             return qtk__err(QTK_E_FORMAT, "tensor '%s%s' is %s %s; scheme '%s' on shape %s needs %s %s", nm, want[k].suffix,
-                            qtk_elem_name(p->elem), qtk__ckpt_shape_str(p->shape, p->rank, sb, sizeof sb), spec,
-                            qtk__ckpt_shape_str(shape, rank, sb2, sizeof sb2), qtk_elem_name(want[k].elem),
-                            qtk__ckpt_shape_str(want[k].shape, want[k].rank, sb3, sizeof sb3));
+                            qtk_elem_name(p->elem), qtk_shape_format(p->shape, p->rank, sb, sizeof sb), spec,
+                            qtk_shape_format(shape, rank, sb2, sizeof sb2), qtk_elem_name(want[k].elem),
+                            qtk_shape_format(want[k].shape, want[k].rank, sb3, sizeof sb3));
         p->consumed = 1;
         size_t off = data_start + p->begin, len = p->end - p->begin;
         /* Pieces that follow each other in the file merge into one range (no copy on load). */
@@ -263,7 +263,7 @@ qtk_status qtk__st_build_meta(const qtk__desc *d, json_t *meta) {
         if (t->quantized) {
             st = qtk_scheme_format(&t->scheme, buf, sizeof buf, NULL);
             if (!st) st = set_meta(meta, QTK__META_SCHEME, t->name, buf);
-            if (!st) st = set_meta(meta, QTK__META_SHAPE, t->name, qtk__ckpt_shape_str(t->shape, t->rank, buf, sizeof buf));
+            if (!st) st = set_meta(meta, QTK__META_SHAPE, t->name, qtk_shape_format(t->shape, t->rank, buf, sizeof buf));
         }
         if (!st && t->has_param_id) {
             snprintf(buf, sizeof buf, "%llu", (unsigned long long)t->param_id);

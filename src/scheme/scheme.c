@@ -141,7 +141,7 @@ qtk_status qtk_layout_compute(const qtk_scheme *s0, const size_t *shape, int ran
         if (!qtk__mul_ok(numel, shape[i], &numel)) {
             char sb[256];
             return qtk__err(QTK_E_SHAPE, "shape %s has more elements than fit in size_t",
-                            qtk__shape_str(shape, rank, sb, sizeof sb));
+                            qtk_shape_format(shape, rank, sb, sizeof sb));
         }
     }
     L->numel = numel;
@@ -159,7 +159,7 @@ qtk_status qtk_layout_compute(const qtk_scheme *s0, const size_t *shape, int ran
     if (s.store != QTK_STORE_NATIVE && s.pack_dim >= erank) {
         char sb[256];
         return qtk__err(QTK_E_SHAPE, "pack dimension %u does not exist in a rank-%d tensor %s (dims 0..%d, counted from the innermost)",
-                        s.pack_dim, rank, qtk__shape_str(shape, rank, sb, sizeof sb), erank - 1);
+                        s.pack_dim, rank, qtk_shape_format(shape, rank, sb, sizeof sb), erank - 1);
     }
     L->pack_axis = L->fields_per_unit > 1 ? erank - 1 - s.pack_dim : -1;
     size_t units = 1;
@@ -178,7 +178,7 @@ qtk_status qtk_layout_compute(const qtk_scheme *s0, const size_t *shape, int ran
             char bb[96], sb[256];
             block_str(&s, bb, sizeof bb);
             return qtk__err(QTK_E_SHAPE, "block %s has %u dims but the tensor %s has rank %d", bb,
-                            s.block_rank, qtk__shape_str(shape, rank, sb, sizeof sb), rank);
+                            s.block_rank, qtk_shape_format(shape, rank, sb, sizeof sb), rank);
         }
         size_t n = 1;
         for (int i = 0; i < rank; i++) {

@@ -11,6 +11,10 @@ struct qtk_tensor {
     qtk_scheme scheme;
     qtk_layout layout;
     uint8_t *bytes;
+    /* qtk_tensor_wrap: the bytes are borrowed, and given back with release(release_ctx) */
+    bool borrowed;
+    void (*release)(void *ctx);
+    void *release_ctx;
 };
 
 static const char *spec_of(const qtk_scheme *s, char *buf, size_t cap) {
@@ -62,7 +66,7 @@ static qtk_status quantize_into(const float *x, const size_t *shape, int rank, c
     if (!st && dst_len != p->L.total_bytes) {
         char sb[256], ss[160];
         st = qtk__err(QTK_E_LENGTH, "destination holds %zu bytes; scheme '%s' on shape %s needs exactly %zu", dst_len,
-                      spec_of(&p->s, ss, sizeof ss), qtk__shape_str(p->L.shape, rank, sb, sizeof sb),
+                      spec_of(&p->s, ss, sizeof ss), qtk_shape_format(p->L.shape, rank, sb, sizeof sb),
                       p->L.total_bytes);
     }
     qtk_quantize_options o = opts ? *opts : (qtk_quantize_options){0};
@@ -116,6 +120,9 @@ qtk_status qtk__tensor_new(const qtk_scheme *s, const qtk_layout *L, qtk_tensor 
     qtk__scheme_canonical_block(&t->scheme);
     t->layout = *L;
     t->bytes = b;
+    t->borrowed = false;
+    t->release = NULL;
+    t->release_ctx = NULL;
     *out = t;
     return QTK_OK;
 }
@@ -143,7 +150,8 @@ uint8_t *qtk__tensor_mutable_bytes(qtk_tensor *t) { return t->bytes; }
 
 void qtk_tensor_free(qtk_tensor *t) {
     if (!t) return;
-    qtk__free(t->bytes);
+    if (!t->borrowed) qtk__free(t->bytes);
+    else if (t->release) t->release(t->release_ctx);
     qtk__free(t);
 }
 
@@ -159,7 +167,7 @@ qtk_status qtk__bytes_plan(const void *bytes, size_t len, const size_t *shape, i
         char sb[256], ss[160];
         return qtk__err(QTK_E_LENGTH,
                         "scheme '%s' on shape %s takes exactly %zu bytes (values %zu + scales %zu + global %zu + table %zu); got %zu",
-                        spec_of(s, ss, sizeof ss), qtk__shape_str(shape, rank, sb, sizeof sb), L.total_bytes,
+                        spec_of(s, ss, sizeof ss), qtk_shape_format(shape, rank, sb, sizeof sb), L.total_bytes,
                         L.value_bytes, L.scale_bytes, L.global_bytes, L.table_bytes, len);
     }
     const uint8_t *b = bytes;
@@ -260,6 +268,28 @@ qtk_status qtk_tensor_from_bytes(const void *bytes, size_t len, const size_t *sh
     st = qtk__tensor_new(s, &L, &t);
     if (st) return st;
     if (len) memcpy(t->bytes, bytes, len);
+    *out = t;
+    return QTK_OK;
+}
+
+qtk_status qtk_tensor_wrap(const void *bytes, size_t len, const size_t *shape, int rank, const qtk_scheme *s,
+                           void (*release)(void *ctx), void *ctx, qtk_tensor **out) {
+    if (!out) return qtk__err(QTK_E_ARG, "qtk_tensor_wrap: out is NULL");
+    *out = NULL;
+    qtk_status st = qtk_bytes_check(bytes, len, shape, rank, s);
+    if (st) return st;
+    qtk_layout L;
+    st = qtk_layout_compute(s, shape, rank, &L);
+    if (st) return st;
+    qtk_tensor *t = qtk__malloc(sizeof *t);
+    if (!t) return qtk__err(QTK_E_NOMEM, "out of memory");
+    t->scheme = *s;
+    qtk__scheme_canonical_block(&t->scheme);
+    t->layout = L;
+    t->bytes = (uint8_t *)(uintptr_t)bytes; /* never written: only qtk__tensor_new's tensors are */
+    t->borrowed = true;
+    t->release = release;
+    t->release_ctx = ctx;
     *out = t;
     return QTK_OK;
 }
