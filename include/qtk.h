@@ -81,6 +81,17 @@ QTK_API const char *qtk_last_error(void);
 /* Clears the calling thread's message. */
 QTK_API void qtk_clear_error(void);
 
+/* For programs and bindings built on qtk that report their own failures the same way (the
+ * qtk CLI does): records a message (printf format) as the calling thread's last error and
+ * returns st. qtk_error_context prepends "context: " to the current message. */
+#if defined(__GNUC__)
+#  define QTK_FORMAT_ATTR(a, b) __attribute__((format(printf, a, b)))
+#else
+#  define QTK_FORMAT_ATTR(a, b)
+#endif
+QTK_API qtk_status qtk_set_error(qtk_status st, const char *fmt, ...) QTK_FORMAT_ATTR(2, 3);
+QTK_API qtk_status qtk_error_context(qtk_status st, const char *fmt, ...) QTK_FORMAT_ATTR(2, 3);
+
 /* Optional custom allocator for every allocation the library makes (thread-safe to read;
  * set it before other threads use qtk). Passing NULL restores malloc/free. */
 typedef struct qtk_allocator {
@@ -246,6 +257,10 @@ typedef enum qtk_calibration {
     QTK_CALIB_ABSMEAN     /* alpha = mean |x| (BitNet b1.58); not for two-level schemes */
 } qtk_calibration;
 
+/* "minmax", "absmean"; "?" if unknown. parse is case-insensitive. */
+QTK_API const char *qtk_calibration_name(qtk_calibration c);
+QTK_API qtk_status qtk_calibration_parse(const char *name, qtk_calibration *out);
+
 typedef struct qtk_quantize_options {
     qtk_calibration calibration;
     /* Caller-given scales (Burn's quantize with qparams): one per scale group, row-major over
@@ -337,6 +352,14 @@ QTK_API const char *qtk_isa_name(qtk_isa isa); /* "scalar", "portable", "avx2", 
 /* Default thread count for operations (0 = number of available cores). */
 QTK_API void qtk_set_threads(int n);
 QTK_API int qtk_get_threads(void);
+
+/* The fork-join helper qtk's own kernels use, for callers that split work the same way:
+ * runs fn over [0, n) cut into `threads` contiguous ranges of near-equal size (the split
+ * depends only on n and threads; threads <= 0: qtk_get_threads()), the calling thread taking
+ * the first, and returns when all are done. worker is the range's index. When threads cannot
+ * be created it runs with fewer, down to inline: it never fails. */
+typedef void (*qtk_range_fn)(void *ctx, size_t begin, size_t end, int worker);
+QTK_API void qtk_parallel_for(int threads, size_t n, qtk_range_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

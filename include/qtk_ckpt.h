@@ -281,6 +281,9 @@ typedef struct qtk_write_options {
     const qtk_ckpt *source;   /* optional: the checkpoint the tensors come from; its shard
                                  files are mirrored and its config.json carried over */
     int force;                /* replace an existing output */
+    /* optional: remarks about single tensors (an inexact global scale in a Hub layout) */
+    void (*notice)(void *ctx, const char *tensor, const char *text);
+    void *ctx;
 } qtk_write_options;
 
 /* Starts an output at path (nothing appears there before commit). opts may be NULL. */
@@ -320,7 +323,12 @@ typedef struct qtk_progress {
 /* Called after each tensor; a non-zero return cancels (QTK_E_CANCELLED, nothing written). */
 typedef int (*qtk_progress_fn)(void *ctx, const qtk_progress *p);
 
-typedef enum qtk_action { QTK_ACT_KEEP = 0, QTK_ACT_QUANTIZE, QTK_ACT_DEQUANTIZE } qtk_action;
+typedef enum qtk_action {
+    QTK_ACT_KEEP = 0,   /* copied as it is */
+    QTK_ACT_QUANTIZE,   /* quantized, or re-quantized to another scheme */
+    QTK_ACT_DEQUANTIZE, /* a quantized (or decoded) tensor to raw floats of the chosen dtype */
+    QTK_ACT_CAST        /* a raw float tensor converted to the chosen dtype (cast_floats) */
+} qtk_action;
 
 /* Why a tensor gets its action. */
 typedef enum qtk_reason {
@@ -362,8 +370,11 @@ typedef void (*qtk_event_fn)(void *ctx, const qtk_convert_event *e);
  *   4. scheme quantizes tensors of rank >= 2 with at least min_elements elements;
  *      "none" dequantizes every quantized tensor; NULL copies everything.
  * A tensor already in the chosen scheme is copied bit for bit. Dequantized tensors become
- * dtype (F32 when NONE), and with cast_floats float tensors that stay float are converted to
- * it too. REGEX is POSIX extended and unanchored. */
+ * dtype (F32 when NONE); with cast_floats, raw float tensors of another type that nothing
+ * above quantizes are converted to it too (not those skip or a "keep" rule names). A tensor
+ * the output format cannot hold as it is (GGUF has no ggml type for most schemes) is
+ * dequantized to F32 with its values unchanged; one whose scheme was asked for is an error.
+ * REGEX is POSIX extended and unanchored. */
 typedef struct qtk_convert_options {
     const char *scheme;            /* a spec, a preset, "none", or NULL */
     const char *const *rules;      /* n_rules strings 'REGEX=SPEC' */
@@ -390,11 +401,12 @@ typedef struct qtk_convert_options {
 QTK_API qtk_status qtk_convert_check(const qtk_convert_options *o);
 
 typedef struct qtk_convert_summary {
-    size_t tensors, quantized, dequantized, kept;
+    size_t tensors, quantized, dequantized, cast, kept;
     size_t in_bytes, out_bytes; /* tensor bytes as the files hold them, containers excluded */
     qtk_ckpt_format in_format, out_format;
     qtk_hub_layout in_layout, out_layout;
     size_t in_files, out_files; /* shards */
+    bool out_directory;         /* out is a directory of shards (with index and config) */
 } qtk_convert_summary;
 
 /* Converts the checkpoint at in into out, one tensor at a time; out appears only when

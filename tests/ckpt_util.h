@@ -6,7 +6,7 @@
 
 #include "test.h"
 
-#include "io/checkpoint.h"
+#include "ckpt/formats.h"
 
 #include <stdbool.h>
 

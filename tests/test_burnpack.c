@@ -112,7 +112,7 @@ static bool equivalent(const qtk_scheme *a, const qtk_scheme *b, const size_t *s
 /* The file at path holds exactly m (names, types, shapes, bytes, ids, metadata, scalars). */
 static void check_same(const char *path, const model *m, bool labels_exact) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(path, &c));
+    CHECK_OK(qtk_ckpt_open(path, NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK_EQ_U(d->n_tensors, m->d.n_tensors);
@@ -143,7 +143,7 @@ static void check_same(const char *path, const model *m, bool labels_exact) {
 
 static void rewrite(const char *in, const char *out, int force) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(in, &c));
+    CHECK_OK(qtk_ckpt_open(in, NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     qtk__ckpt_writer *w = NULL;
@@ -179,7 +179,7 @@ static void roundtrip_all_dtypes(void) {
     CHECK_MSG(same_file(a, tmp_path("m2.bpk")), "burnpack rewrite is not byte-identical");
     /* every tensor 256-aligned, the file ending at the last tensor */
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(a, &c));
+    CHECK_OK(qtk_ckpt_open(a, NULL, &c));
     if (c) {
         const qtk__desc *d = qtk__ckpt_desc(c);
         for (size_t i = 0; i < d->n_tensors; i++) CHECK_EQ_U(qtk_ckpt_offset_of(c, i) % 256, 0);
@@ -212,7 +212,7 @@ static void cross_format(void) {
     model_make(&m, true, false);
     CHECK_OK(qtk__ckpt_write(s, QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 1));
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(s, &c));
+    CHECK_OK(qtk_ckpt_open(s, NULL, &c));
     for (size_t i = 0; c && i < qtk__ckpt_desc(c)->n_tensors; i++) {
         const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[i];
         if (strcmp(t->name, "burn.Flex32") == 0) CHECK(t->elem == QTK_ELEM_F32);
@@ -237,7 +237,7 @@ static void writer_errors(void) {
     check_same(tmp_path("x.safetensors"), &m, true);
     /* exists, no force */
     CHECK_ERR(qtk__ckpt_write(tmp_path("x.safetensors"), QTK_CKPT_SAFETENSORS, &m.d, (const void *const *)m.bytes, 0),
-              QTK_E_IO, "exists; not overwriting it");
+              QTK_E_IO, "exists; it is replaced only with");
     model_free(&m);
 
     qtk__desc d;
@@ -288,7 +288,7 @@ static void meta_two(cbuf *c, uint64_t a_end, uint64_t b_start, uint64_t b_end, 
 
 static qtk_status open_bytes(const uint8_t *f, size_t n) {
     qtk_ckpt *c = NULL;
-    qtk_status st = qtk_ckpt_open_buffer(f, n, "t.bpk", &c);
+    qtk_status st = qtk_ckpt_open_memory(f, n, "t.bpk", NULL, &c);
     qtk_ckpt_close(c);
     return st;
 }
@@ -429,7 +429,7 @@ static void lenient_cbor(void) {
     size_t n;
     uint8_t *f = bpk_assemble(c.p, c.n, data, 16, &n);
     qtk_ckpt *ck = NULL;
-    CHECK_OK(qtk_ckpt_open_buffer(f, n, "lenient.bpk", &ck));
+    CHECK_OK(qtk_ckpt_open_memory(f, n, "lenient.bpk", NULL, &ck));
     if (ck) {
         const qtk_ckpt_tensor *t = &qtk__ckpt_desc(ck)->tensors[0];
         CHECK(strcmp(t->name, "wei") == 0 && t->elem == QTK_ELEM_F32 && t->rank == 1 && t->shape[0] == 4 && !t->has_param_id);
@@ -461,7 +461,7 @@ static void lookup_tables(void) {
     CHECK_OK(qtk__ckpt_write(tmp_path("l.safetensors"), QTK_CKPT_SAFETENSORS, &d, b, 0));
     for (int k = 0; k < 2; k++) {
         qtk_ckpt *c = NULL;
-        CHECK_OK(qtk_ckpt_open(tmp_path(k ? "l.safetensors" : "l.bpk"), &c));
+        CHECK_OK(qtk_ckpt_open(tmp_path(k ? "l.safetensors" : "l.bpk"), NULL, &c));
         if (!c) continue;
         const qtk_ckpt_tensor *t = &qtk__ckpt_desc(c)->tensors[0];
         /* burnpack has no table name: the entries are matched to a registered table; the

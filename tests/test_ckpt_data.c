@@ -5,7 +5,7 @@
  * Exits 77 (skipped) when the data is absent, as in a clone without ../shared. */
 #include "ckpt_util.h"
 
-#include "ops/convert.h"
+#include "ops/select.h"
 #include "io/values.h"
 
 static char bpk[1024], stf[1024], hub[1024];
@@ -20,14 +20,8 @@ static bool same_file(const char *a, const char *b) {
 }
 
 static qtk_status convert(const char *in, const char *out, const char *spec) {
-    qtk__select sel;
-    qtk__select_init(&sel);
-    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
-    qtk__convert_opts o = {.select = &sel, .force = 1};
-    qtk__convert_stats s;
-    if (!st) st = qtk__convert_file(in, out, &o, &s);
-    qtk__select_free(&sel);
-    return st;
+    qtk_convert_options o = {.scheme = spec, .force = 1};
+    return qtk_ckpt_convert(in, out, &o, NULL);
 }
 
 static float f32_at(const uint8_t *p) {
@@ -38,7 +32,7 @@ static float f32_at(const uint8_t *p) {
 
 static void model_bpk(void) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(bpk, &c));
+    CHECK_OK(qtk_ckpt_open(bpk, NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK(qtk_ckpt_format_of(c) == QTK_CKPT_BURNPACK);
@@ -87,7 +81,7 @@ static void model_bpk(void) {
 
 static void mnist_safetensors(void) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(stf, &c));
+    CHECK_OK(qtk_ckpt_open(stf, NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     CHECK(qtk_ckpt_format_of(c) == QTK_CKPT_SAFETENSORS);
@@ -118,7 +112,7 @@ static void mnist_safetensors(void) {
 static void mnist_presets(void) {
     const char *presets[] = {"nvfp4", "mxfp4", "mxfp8", "nf4"};
     qtk_ckpt *src = NULL;
-    CHECK_OK(qtk_ckpt_open(stf, &src));
+    CHECK_OK(qtk_ckpt_open(stf, NULL, &src));
     if (!src) return;
     for (size_t k = 0; k < 4; k++) {
         char out_b[1024], out_s[1024];
@@ -129,8 +123,8 @@ static void mnist_presets(void) {
         qtk_scheme want;
         CHECK_OK(qtk_scheme_parse(presets[k], &want));
         qtk_ckpt *cb = NULL, *cs = NULL;
-        CHECK_OK(qtk_ckpt_open(out_b, &cb));
-        CHECK_OK(qtk_ckpt_open(out_s, &cs));
+        CHECK_OK(qtk_ckpt_open(out_b, NULL, &cb));
+        CHECK_OK(qtk_ckpt_open(out_s, NULL, &cs));
         if (!cb || !cs) {
             qtk_ckpt_close(cb);
             qtk_ckpt_close(cs);

@@ -53,7 +53,7 @@ static void quantize_dequantize_roundtrip(void) {
     for (size_t k = 0; k < sizeof specs / sizeof specs[0]; k++) {
         char args[512], err[2048];
         unlink("out.bin");
-        snprintf(args, sizeof args, "quantize --scheme '%s' in.npy out.bin", specs[k]);
+        snprintf(args, sizeof args, "quantize --force --scheme '%s' in.npy out.bin", specs[k]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
         qtk_scheme s;
         CHECK_OK(qtk_scheme_parse(specs[k], &s));
@@ -65,7 +65,7 @@ static void quantize_dequantize_roundtrip(void) {
         uint8_t *got = read_file("out.bin", &n);
         CHECK_MSG(got && n == L.total_bytes && memcmp(got, want, n) == 0, "%s: OUT.bin differs from the library's bytes",
                   specs[k]);
-        snprintf(args, sizeof args, "dequantize --scheme '%s' --shape 6x64 out.bin y.npy", specs[k]);
+        snprintf(args, sizeof args, "dequantize --force --scheme '%s' --shape 6x64 out.bin y.npy", specs[k]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
         cli_npy y;
         char p[400];
@@ -77,7 +77,7 @@ static void quantize_dequantize_roundtrip(void) {
         CHECK(y.data && memcmp(y.data, ref, sizeof ref) == 0);
         cli_npy_free(&y);
         /* f16 and bf16 outputs */
-        snprintf(args, sizeof args, "dequantize --scheme '%s' --shape 6x64 --dtype bf16 out.bin yb.npy", specs[k]);
+        snprintf(args, sizeof args, "dequantize --force --scheme '%s' --shape 6x64 --dtype bf16 out.bin yb.npy", specs[k]);
         CHECK(run(args, err, sizeof err) == 0);
         size_t bn;
         uint8_t *bb = read_file("yb.npy", &bn);
@@ -158,7 +158,7 @@ static void errors_leave_no_output(void) {
     char p[400];
     snprintf(p, sizeof p, "%s/short.bin", dir);
     uint8_t junk[10] = {0};
-    CHECK_OK(qtk__io_write_file(p, junk, sizeof junk, 1));
+    CHECK_OK(qtk_file_write_atomic(p, junk, sizeof junk, 1));
     CHECK(run("dequantize --scheme q8f --shape 3x3 short.bin bad.npy", err, sizeof err) == 1);
     CHECK_MSG(strstr(err, "takes exactly 16 bytes") != NULL && strstr(err, "got 10") != NULL, "stderr: %s", err);
     CHECK(!exists("bad.npy"));
@@ -181,6 +181,21 @@ static void errors_leave_no_output(void) {
     CHECK_OK(cli_npy_read(p, &y));
     CHECK(y.rank == 0 && y.numel == 1 && y.data[0] == 3.0f);
     cli_npy_free(&y);
+    /* an existing output is replaced only with --force, and is untouched without it */
+    size_t n0, n1;
+    uint8_t *before = read_file("s.bin", &n0);
+    CHECK(run("quantize --scheme q8f s.npy s.bin", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "'s.bin' exists; it is replaced only with --force") != NULL, "stderr: %s", err);
+    uint8_t *after = read_file("s.bin", &n1);
+    CHECK(before && after && n0 == n1 && memcmp(before, after, n0) == 0);
+    free(after);
+    CHECK(run("dequantize --scheme e4m3 --shape scalar s.bin s_out.npy", err, sizeof err) == 1);
+    CHECK(strstr(err, "'s_out.npy' exists; it is replaced only with --force") != NULL);
+    CHECK(run("quantize --scheme q8f --force s.npy s.bin", err, sizeof err) == 0);
+    after = read_file("s.bin", &n1);
+    CHECK(after && (n0 != n1 || memcmp(before, after, n0) != 0)); /* q8f bytes, not e4m3's */
+    free(before);
+    free(after);
 }
 
 static void help_everywhere(void) {

@@ -66,7 +66,7 @@ static void help(void) {
 static void synth_and_inspect(void) {
     CHECK(run("synth s.safetensors --layers 1 --hidden 32 --ffn 64 --kv 16 --vocab 128") == 0);
     CHECK_MSG(err[0] == '\0', "stderr: %s", err);
-    CHECK(run("synth s.safetensors --layers 1") == 1 && strstr(err, "exists; not overwriting it (use --force)"));
+    CHECK(run("synth s.safetensors --layers 1") == 1 && strstr(err, "exists; it is replaced only with"));
     CHECK(run("synth s.txt") == 2 && strstr(err, "name it .bpk, .safetensors or .gguf"));
     CHECK(run("inspect s.safetensors") == 0);
     CHECK_MSG(strstr(out, "format    safetensors (JSON header") != NULL, "%s", out);
@@ -116,7 +116,7 @@ static void convert_rules(void) {
     CHECK(run("convert q.bpk q.safetensors") == 0);
     CHECK(run("convert q.safetensors q2.bpk") == 0);
     CHECK(same_files("q.bpk", "q2.bpk"));
-    CHECK(run("convert q.bpk q2.bpk") == 1 && strstr(err, "exists; not overwriting it (use --force)"));
+    CHECK(run("convert q.bpk q2.bpk") == 1 && strstr(err, "exists; it is replaced only with"));
     CHECK(run("convert q.bpk q2.bpk --force") == 0);
     /* re-quantizing: a tensor already in the scheme is copied */
     CHECK(run("convert q.bpk r.bpk --scheme nvfp4 --verbose") == 0);
@@ -132,7 +132,15 @@ static void convert_rules(void) {
 }
 
 static void convert_errors(void) {
-    CHECK(run("convert s.safetensors x.bpk --dtype bf16") == 2 && strstr(err, "--dtype is for dequantized tensors"));
+    CHECK(run("convert s.safetensors x.bpk --dtype f64") == 2 && strstr(err, "--dtype 'f64' is not f32, f16 or bf16"));
+    /* --dtype casts the float tensors that stay float, but not what --skip names */
+    CHECK(run("convert s.safetensors c16.safetensors --dtype f16 --skip layernorm --verbose") == 0);
+    CHECK_MSG(strstr(out, "cast       model.layers.0.mlp.down_proj.weight [32x64] BF16 -> F16  (no --scheme)") != NULL, "%s", out);
+    CHECK(strstr(out, "copy       model.layers.0.input_layernorm.weight [32] BF16  (--skip)") != NULL);
+    CHECK(strstr(out, "0 dequantized, 13 cast, 2 copied") != NULL);
+    CHECK(run("inspect c16.safetensors") == 0);
+    CHECK(row("model.layers.0.mlp.down_proj.weight", "F16 32x64 4096 16.000"));
+    CHECK(row("model.layers.0.input_layernorm.weight", "BF16 32"));
     CHECK(run("convert s.safetensors x.bpk --scheme q9f") == 2 && strstr(err, "'q9f'"));
     CHECK(run("convert s.safetensors x.bpk --only '('") == 2 && strstr(err, "not a POSIX extended regular expression"));
     CHECK(run("convert s.safetensors x.bpk --rule 'no-equals'") == 2 && strstr(err, "not REGEX=SPEC"));
@@ -188,7 +196,7 @@ static void eval_cmd(void) {
     CHECK(strstr(out, "(7 tensors left out: the scheme does not fit them)") != NULL);
     CHECK(run("eval s.safetensors --scheme nvfp4 --json --only 'up_proj|down_proj' --plot c.svg") == 0);
     CHECK(strstr(out, "\"tensors\": [\n  {\"name\": \"model.layers.0.mlp.up_proj.weight\", \"stored\": \"BF16\", \"shape\": [64, 32]") != NULL);
-    CHECK(strstr(out, "\"totals\": [\n  {\"scheme\": \"nvfp4\", \"ok\": true, \"failed_tensors\": 0, \"numel\": 4096, \"bytes\": 2312, "
+    CHECK(strstr(out, "\"totals\": [\n  {\"scheme\": \"nvfp4\", \"calibration\": \"minmax\", \"ok\": true, \"failed_tensors\": 0, \"numel\": 4096, \"bytes\": 2312, "
                       "\"bits_per_element\": 4.515625") != NULL);
     size_t n;
     uint8_t *svg = slurp(tmp_path("c.svg"), &n);

@@ -90,10 +90,11 @@ static void convert_ggml(void) {
     CHECK(strstr(out, "  requantized t.q8_0: q8f,block=32:f16,store=native -> q4f,block=32:f16: SQNR ") != NULL);
     CHECK(strstr(out, "requantized t.f32") == NULL && strstr(out, "requantized t.q4_0") == NULL);
     CHECK(run("inspect q.gguf") == 0 && row("t.q4_k", "Q4_0 q4f,block=32:f16 64x256 9216"));
-    /* --scheme none --dtype: every quantized or decoded tensor */
-    CHECK(run("convert '%s' b.gguf --scheme none --dtype bf16", types_gguf) == 0 && strstr(out, "16 dequantized, 3 copied") != NULL);
-    CHECK(run("inspect b.gguf") == 0 && row("t.q4_k", "BF16 BF16 64x256 32768") && row("t.f32", "F32 F32 64x256 65536") &&
-          row("t.f16", "F16 F16 64x256 32768"));
+    /* --scheme none --dtype: every quantized or decoded tensor, and the float ones cast */
+    CHECK(run("convert '%s' b.gguf --scheme none --dtype bf16", types_gguf) == 0 &&
+          strstr(out, "16 dequantized, 2 cast, 1 copied") != NULL);
+    CHECK(run("inspect b.gguf") == 0 && row("t.q4_k", "BF16 BF16 64x256 32768") && row("t.f32", "BF16 BF16 64x256 32768") &&
+          row("t.f16", "BF16 BF16 64x256 32768") && row("t.bf16", "BF16 BF16 64x256 32768"));
     /* eval reads GGUF tensors (a decoded one's reference is ggml's dequantization) */
     CHECK(run("eval '%s' --scheme q8s,block=32:f16 --scheme mxfp4", types_gguf) == 0);
     CHECK(strstr(out, "t.q4_k [64x256] F32 (ggml Q4_K)\n") != NULL && strstr(out, "total, per scheme") != NULL);
@@ -110,11 +111,11 @@ static void convert_synth(void) {
     CHECK(row("model.layers.0.mlp.up_proj.weight", "Q8_0 q8f,block=32:f16,store=native"));
     CHECK(run("convert sq.gguf sq.safetensors") == 0 && run("convert sq.safetensors sq2.gguf") == 0 && same_files("sq.gguf", "sq2.gguf"));
     /* a scheme GGUF cannot hold: refused when asked for, dequantized when only kept */
-    CHECK(run("convert s.gguf n.gguf --scheme nf4") == 1 && strstr(err, "cannot be written to GGUF in the scheme asked for") &&
+    CHECK(run("convert s.gguf n.gguf --scheme nf4") == 1 && strstr(err, "cannot be written to gguf in the scheme asked for") &&
           strstr(err, "no ggml type holds q4f,table=nf4,block=64:f32"));
     CHECK(!file_exists(tmp_path("n.gguf")));
     CHECK(run("convert s.gguf n.bpk --scheme nf4") == 0);
-    CHECK(run("convert n.bpk n.gguf") == 0 && strstr(out, "GGUF has no ggml type for its scheme: written as F32") != NULL);
+    CHECK(run("convert n.bpk n.gguf") == 0 && strstr(out, "gguf cannot hold its scheme: written as F32") != NULL);
     CHECK(run("inspect n.gguf") == 0 && row("model.layers.0.mlp.up_proj.weight", "F32 F32"));
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
 }

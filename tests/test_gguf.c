@@ -61,7 +61,7 @@ static uint8_t *held;
 static qtk_status open_bytes(const uint8_t *b, size_t n, qtk_ckpt **c) {
     held = malloc(n ? n : 1);
     if (n) memcpy(held, b, n);
-    qtk_status st = qtk_ckpt_open_buffer(held, n, "t.gguf", c);
+    qtk_status st = qtk_ckpt_open_memory(held, n, "t.gguf", NULL, c);
     if (st) {
         free(held);
         held = NULL;
@@ -304,7 +304,7 @@ static void worked_blocks(void) {
     qtk_ckpt *c2 = NULL;
     size_t n = 0;
     uint8_t *f = slurp(tmp_path("blocks.gguf"), &n);
-    CHECK_OK(qtk_ckpt_open(tmp_path("blocks.gguf"), &c2));
+    CHECK_OK(qtk_ckpt_open(tmp_path("blocks.gguf"), NULL, &c2));
     if (c2 && f) {
         const qtk__desc *d2 = qtk__ckpt_desc(c2);
         for (size_t i = 0; i < d2->n_tensors && i < 6; i++) {
@@ -355,7 +355,7 @@ static void write_family(const family *fm, uint64_t *seed) {
     } else if (q) {
         CHECK_OK(qtk__ckpt_write(path, QTK_CKPT_GGUF, &d, bytes, 1));
         qtk_ckpt *c = NULL;
-        CHECK_OK(qtk_ckpt_open(path, &c));
+        CHECK_OK(qtk_ckpt_open(path, NULL, &c));
         if (c) {
             const qtk__desc *r = qtk__ckpt_desc(c);
             bool comp = strcmp(fm->type, "NVFP4") == 0 && qtk_scheme_is_two_level(&s);
@@ -455,7 +455,7 @@ static void writer_raw_and_meta(void) {
     for (int i = 0; i < 4; i++) CHECK_OK(qtk__desc_add_scalar(&d, &sc[i]));
     CHECK_OK(qtk__ckpt_write(tmp_path("raw.gguf"), QTK_CKPT_GGUF, &d, (const void *const *)bytes, 1));
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(tmp_path("raw.gguf"), &c));
+    CHECK_OK(qtk_ckpt_open(tmp_path("raw.gguf"), NULL, &c));
     if (c) {
         const qtk__desc *r = qtk__ckpt_desc(c);
         CHECK_EQ_U(r->n_tensors, n + 1);
@@ -531,7 +531,7 @@ static void writer_raw_and_meta(void) {
     CHECK_OK(qtk__desc_add_raw(&e, "b", QTK_ELEM_F32, shape, 1, NULL));
     CHECK_OK(qtk__desc_add_meta(&e, "general.alignment", "u32:64"));
     CHECK_OK(qtk__ckpt_write(tmp_path("a64.gguf"), QTK_CKPT_GGUF, &e, (const void *const *)bytes, 1));
-    CHECK_OK(qtk_ckpt_open(tmp_path("a64.gguf"), &c));
+    CHECK_OK(qtk_ckpt_open(tmp_path("a64.gguf"), NULL, &c));
     if (c) {
         qtk_ckpt_facts fx;
         qtk_ckpt_facts_of(c, &fx);
@@ -568,7 +568,7 @@ static uint8_t *read_back(const char *path, const char **type, size_t *len) {
     qtk_ckpt *c = NULL;
     uint8_t *out = NULL;
     *type = "";
-    if (qtk_ckpt_open(path, &c) != QTK_OK) {
+    if (qtk_ckpt_open(path, NULL, &c) != QTK_OK) {
         TEST_FAILMSG("open %s: %s", path, qtk_last_error());
         return NULL;
     }
@@ -751,7 +751,7 @@ static void kv_values(void) {
         /* written back: the same values (the nested array is left out, ggml cannot read it) */
         CHECK_OK(qtk__ckpt_write(tmp_path("kv.gguf"), QTK_CKPT_GGUF, d, NULL, 1));
         qtk_ckpt *c2 = NULL;
-        CHECK_OK(qtk_ckpt_open(tmp_path("kv.gguf"), &c2));
+        CHECK_OK(qtk_ckpt_open(tmp_path("kv.gguf"), NULL, &c2));
         if (c2) {
             const qtk__desc *d2 = qtk__ckpt_desc(c2);
             CHECK_EQ_U(d2->n_meta, 9); /* + general.architecture, - a.nested */

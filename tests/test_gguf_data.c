@@ -8,7 +8,7 @@
 
 #include "common/internal.h"
 #include "gguf/gguf.h"
-#include "ops/convert.h"
+#include "ops/select.h"
 #include "io/values.h"
 
 static char types_path[1024], rank3_path[1024];
@@ -23,15 +23,9 @@ static const char *tp(const char *name) {
 }
 
 static qtk_status convert(const char *in, const char *out, const char *spec, const char *dtype) {
-    qtk__select sel;
-    qtk__select_init(&sel);
-    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
-    if (!st && dtype) st = qtk__select_dtype(&sel, dtype);
-    qtk__convert_opts o = {.select = &sel, .force = 1};
-    qtk__convert_stats s;
-    if (!st) st = qtk__convert_file(in, out, &o, &s);
-    qtk__select_free(&sel);
-    return st;
+    qtk_convert_options o = {.scheme = spec, .force = 1};
+    if (dtype && qtk_dtype_parse(dtype, &o.dtype)) return QTK_E_ARG;
+    return qtk_ckpt_convert(in, out, &o, NULL);
 }
 
 /* tensor i's values as f32, as qtk reads them */
@@ -57,7 +51,7 @@ static float *values_of(qtk_ckpt *c, size_t i) {
 /* Compares every tensor with expected/<name>.f32 bit for bit; returns how many matched. */
 static size_t check_expected(const char *path, size_t *n_tensors) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(path, &c));
+    CHECK_OK(qtk_ckpt_open(path, NULL, &c));
     if (!c) return 0;
     const qtk__desc *d = qtk__ckpt_desc(c);
     size_t good = 0;
@@ -98,7 +92,7 @@ static void exact_values(void) {
 /* README's tables: names, ggml types, shapes, offsets, what qtk makes of each. */
 static void listing(void) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(types_path, &c));
+    CHECK_OK(qtk_ckpt_open(types_path, NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     static const struct {
@@ -146,7 +140,7 @@ static void listing(void) {
     CHECK_EQ_U(fx.data_start, 1472);
     qtk_ckpt_close(c);
 
-    CHECK_OK(qtk_ckpt_open(rank3_path, &c));
+    CHECK_OK(qtk_ckpt_open(rank3_path, NULL, &c));
     if (!c) return;
     d = qtk__ckpt_desc(c);
     CHECK_EQ_U(d->n_tensors, 2);
@@ -165,7 +159,7 @@ static void listing(void) {
 /* Every KV of README's table, with its type and value, in file order. */
 static void kvs(void) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(types_path, &c));
+    CHECK_OK(qtk_ckpt_open(types_path, NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     static const char *want[16][2] = {
@@ -216,7 +210,7 @@ static void grab(const char *path, gbytes *g) {
     qtk_ckpt *c = NULL;
     size_t n = 0;
     uint8_t *file = slurp(path, &n);
-    CHECK_OK(qtk_ckpt_open(path, &c));
+    CHECK_OK(qtk_ckpt_open(path, NULL, &c));
     if (!c || !file) {
         free(file);
         qtk_ckpt_close(c);
@@ -301,8 +295,8 @@ static void kv_round_trip(void) {
     CHECK_OK(convert(types_path, tp("kv.bpk"), NULL, NULL));
     CHECK_OK(convert(tp("kv.bpk"), tp("kv.gguf"), NULL, NULL));
     qtk_ckpt *a = NULL, *b = NULL;
-    CHECK_OK(qtk_ckpt_open(types_path, &a));
-    CHECK_OK(qtk_ckpt_open(tp("kv.gguf"), &b));
+    CHECK_OK(qtk_ckpt_open(types_path, NULL, &a));
+    CHECK_OK(qtk_ckpt_open(tp("kv.gguf"), NULL, &b));
     if (a && b) {
         const qtk__desc *da = qtk__ckpt_desc(a), *db = qtk__ckpt_desc(b);
         for (size_t i = 0; i < da->n_meta; i++) {
@@ -320,7 +314,7 @@ static void kv_round_trip(void) {
 static void dequantize_all(void) {
     CHECK_OK(convert(types_path, tp("f16.gguf"), "none", "f16"));
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(tp("f16.gguf"), &c));
+    CHECK_OK(qtk_ckpt_open(tp("f16.gguf"), NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     size_t f16 = 0;

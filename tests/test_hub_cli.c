@@ -76,13 +76,13 @@ static void deepseek_round_trip(void) {
 
 static void cli_errors(void) {
     CHECK(run("convert ds out.safetensors --layout bnb") == 1);
-    CHECK(strstr(err, "does not fit layout bnb") && strstr(err, "on [256x256]"));
+    CHECK_MSG(strstr(err, "does not fit layout bnb") && strstr(err, "on [256x256]"), "%s", err);
     CHECK(!file_exists(tmp_path("out.safetensors")));
     CHECK(run("convert ds o2 --layout gptoss2") == 2 && strstr(err, "--layout 'gptoss2' is not one of"));
     CHECK(run("convert ds o2 --max-shard-size lots") == 2 && strstr(err, "is not a size"));
-    CHECK(run("convert ds x.bpk --layout deepseek") == 1 && strstr(err, "layouts and shards are safetensors"));
+    CHECK(run("convert ds x.bpk --layout deepseek") == 2 && strstr(err, "layouts and shards are safetensors"));
     CHECK(run("inspect --layout modelopt ds") == 1 && strstr(err, "F8_E4M3 weight"));
-    CHECK(run("convert ds bf16 --scheme none --dtype bf16") == 1 && strstr(err, "exists; not overwriting it"));
+    CHECK_MSG(run("convert ds bf16 --scheme none --dtype bf16") == 1 && strstr(err, "exists; it is replaced only with"), "%s", err);
     CHECK(run("convert ds bf16 --scheme none --dtype bf16 --force") == 0);
     CHECK(!file_exists(tmp_path("o2")));
 }

@@ -8,7 +8,7 @@
  * conversions that fail leave no output. */
 #include "hub_util.h"
 
-#include "ops/convert.h"
+#include "ops/select.h"
 
 #include <math.h>
 
@@ -89,20 +89,15 @@ static void write_deepseek(const char *dir, fp8w *w, uint8_t *embed, uint8_t *no
 }
 
 static qtk_status convert_none_bf16(const char *in, const char *out) {
-    qtk__select sel;
-    qtk__select_init(&sel);
-    qtk_status st = qtk__select_default(&sel, "none");
-    if (!st) st = qtk__select_dtype(&sel, "bf16");
-    qtk__convert_opts o = {.select = &sel};
-    qtk__convert_stats s;
-    if (!st) st = qtk__convert_file(in, out, &o, &s);
+    qtk_convert_options o = {.scheme = "none", .dtype = QTK_DTYPE_BF16};
+    qtk_convert_summary s;
+    qtk_status st = qtk_ckpt_convert(in, out, &o, &s);
     if (!st) {
         CHECK_EQ_U(s.dequantized, 3);
         CHECK_EQ_U(s.in_files, 3);
         CHECK_EQ_U(s.out_files, 3);
         CHECK(s.in_layout == QTK_LAYOUT_DEEPSEEK && s.out_layout == QTK_LAYOUT_NONE);
     }
-    qtk__select_free(&sel);
     return st;
 }
 
@@ -123,7 +118,7 @@ static void deepseek_fp8_to_bf16(void) {
 
     /* read: one logical checkpoint; the cross-shard scale resolved through the index */
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(src, &c));
+    CHECK_OK(qtk_ckpt_open(src, NULL, &c));
     if (c) {
         qtk_hub_info hi;
         qtk_ckpt_hub_info(c, &hi);
@@ -150,7 +145,7 @@ static void deepseek_fp8_to_bf16(void) {
     free(cfg);
 
     qtk_ckpt *o = NULL;
-    CHECK_OK(qtk_ckpt_open(out, &o));
+    CHECK_OK(qtk_ckpt_open(out, NULL, &o));
     if (o) {
         qtk_hub_info hi;
         qtk_ckpt_hub_info(o, &hi);
@@ -182,7 +177,7 @@ static void deepseek_fp8_to_bf16(void) {
         qtk_ckpt_close(o);
     }
     /* an existing output is not replaced without force */
-    CHECK_ERR(convert_none_bf16(src, out), QTK_E_IO, "exists; not overwriting it");
+    CHECK_ERR(convert_none_bf16(src, out), QTK_E_IO, "exists; it is replaced only with");
     for (int i = 0; i < 3; i++) free(w[i].w), free(w[i].s);
 }
 
@@ -214,15 +209,10 @@ static void nvfp4_mxfp4_to_bf16(void) {
         qtk__hub_write_opts ho = {.layout = lay[k], .max_shard_bytes = t->nbytes / 3};
         const void *bytes[1] = {b};
         CHECK_OK(qtk__hub_write(in, &d, bytes, &ho));
-        qtk__select sel;
-        qtk__select_init(&sel);
-        CHECK_OK(qtk__select_default(&sel, "none"));
-        CHECK_OK(qtk__select_dtype(&sel, "bf16"));
-        qtk__convert_opts o = {.select = &sel};
-        qtk__convert_stats st;
-        CHECK_OK(qtk__convert_file(in, out, &o, &st));
+        qtk_convert_options o = {.scheme = "none", .dtype = QTK_DTYPE_BF16};
+        CHECK_OK(qtk_ckpt_convert(in, out, &o, NULL));
         qtk_ckpt *c = NULL;
-        CHECK_OK(qtk_ckpt_open(out, &c));
+        CHECK_OK(qtk_ckpt_open(out, NULL, &c));
         size_t len = 0;
         uint8_t *got = c ? tensor_bytes(c, names[k], &len) : NULL;
         CHECK(got && len == 2 * t->numel);
@@ -231,7 +221,6 @@ static void nvfp4_mxfp4_to_bf16(void) {
         CHECK_MSG(bad == 0, "%s: %zu bf16 values differ", specs[k], bad);
         free(got);
         qtk_ckpt_close(c);
-        qtk__select_free(&sel);
         free(x);
         free(y);
         free(b);

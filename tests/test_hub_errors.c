@@ -5,7 +5,7 @@
  * and a conversion leaves no output (no file, no directory, no temporary file). */
 #include "hub_util.h"
 
-#include "ops/convert.h"
+#include "ops/select.h"
 
 #include <dirent.h>
 
@@ -30,22 +30,16 @@ static int leftovers(const char *dir) {
 }
 
 static qtk_status convert(const char *in, const char *out, const char *spec, qtk_hub_layout l) {
-    qtk__select sel;
-    qtk__select_init(&sel);
-    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
-    if (!st && spec && strcmp(spec, "none") == 0) st = qtk__select_dtype(&sel, "bf16");
-    qtk__convert_opts o = {.select = &sel, .layout = l};
-    qtk__convert_stats s;
-    if (!st) st = qtk__convert_file(in, out, &o, &s);
-    qtk__select_free(&sel);
-    return st;
+    qtk_convert_options o = {.scheme = spec, .layout = l};
+    if (spec && strcmp(spec, "none") == 0) o.dtype = QTK_DTYPE_BF16;
+    return qtk_ckpt_convert(in, out, &o, NULL);
 }
 
 /* Opening dir fails with st and a message holding sub; so does converting it, leaving nothing. */
 #define EXPECT_FAIL(dir, st, sub)                                                                                      \
     do {                                                                                                               \
         qtk_ckpt *c_ = NULL;                                                                                           \
-        CHECK_ERR(qtk_ckpt_open(dir, &c_), st, sub);                                                                   \
+        CHECK_ERR(qtk_ckpt_open(dir, NULL, &c_), st, sub);                                                                   \
         qtk_ckpt_close(c_);                                                                                            \
         char out_[600];                                                                                                \
         snprintf(out_, sizeof out_, "%s-out", dir);                                                                    \
@@ -219,7 +213,7 @@ static void index_malformed(void) {
 
     CHECK(text_write(p, "{\"weight_map\": {\"a\": \"s1.safetensors\"}, \"metadata\": {}}"));
     qtk_ckpt *c = NULL; /* s2 is not named by the index: not a shard, not read */
-    CHECK_OK(qtk_ckpt_open(d, &c));
+    CHECK_OK(qtk_ckpt_open(d, NULL, &c));
     CHECK(c && qtk__ckpt_desc(c)->n_tensors == 1);
     qtk_ckpt_close(c);
 
@@ -238,7 +232,7 @@ static void bad_scale_bytes(void) {
                         {"l.weight", "U8", {4, 16}, 2, zeros, 64}};
     write_one(d, nv, 3, NULL);
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(d, &c));
+    CHECK_OK(qtk_ckpt_open(d, NULL, &c));
     qtk_ckpt_close(c);
     char out[600];
     snprintf(out, sizeof out, "%s-out", d);
@@ -319,7 +313,7 @@ static void existing_outputs(void) {
     char out[600];
     snprintf(out, sizeof out, "%s", tmp_subdir("existing"));
     CHECK_OK(convert(d, out, NULL, QTK_LAYOUT_AUTO)); /* into an empty existing directory: fine */
-    CHECK_ERR(convert(d, out, NULL, QTK_LAYOUT_AUTO), QTK_E_IO, "model.safetensors' exists; not overwriting it (use --force)");
+    CHECK_ERR(convert(d, out, NULL, QTK_LAYOUT_AUTO), QTK_E_IO, "model.safetensors' exists; it is replaced only with force");
     CHECK_EQ_U(leftovers(tmp_path("")), 0);
 }
 

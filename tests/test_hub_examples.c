@@ -80,7 +80,7 @@ static void gptoss_mxfp4(void) {
     uint8_t *f = hex_bytes(gptoss_hex, &n);
     CHECK_EQ_U(n, 265);
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open_buffer(f, n, "gptoss.safetensors", &c));
+    CHECK_OK(qtk_ckpt_open_memory(f, n, "gptoss.safetensors", NULL, &c));
     if (c) {
         qtk_hub_info hi;
         qtk_ckpt_hub_info(c, &hi);
@@ -106,7 +106,7 @@ static void gptoss_mxfp4(void) {
         free(cfg);
         /* and the directory reads back as gpt-oss, from its config this time */
         qtk_ckpt *c2 = NULL;
-        CHECK_OK(qtk_ckpt_open(tmp_path("g.safetensors"), &c2));
+        CHECK_OK(qtk_ckpt_open(tmp_path("g.safetensors"), NULL, &c2));
         if (c2) {
             qtk_ckpt_hub_info(c2, &hi);
             CHECK(hi.layout == QTK_LAYOUT_GPT_OSS && hi.config_file && strstr(hi.detected_by, "mxfp4"));
@@ -127,7 +127,7 @@ static void modelopt_nvfp4(void) {
     uint8_t *f = hex_bytes(modelopt_hex, &n);
     CHECK_EQ_U(n, 354);
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open_buffer(f, n, "modelopt.safetensors", &c));
+    CHECK_OK(qtk_ckpt_open_memory(f, n, "modelopt.safetensors", NULL, &c));
     if (c) {
         qtk_hub_info hi;
         qtk_ckpt_hub_info(c, &hi);
@@ -156,7 +156,7 @@ static void modelopt_nvfp4(void) {
         snprintf(ct, sizeof ct, "%s", tmp_path("ct"));
         CHECK_OK(hub_rewrite(c, ct, QTK_LAYOUT_CT));
         qtk_ckpt *raw = NULL;
-        CHECK_OK(qtk__hub_open(ct, QTK_LAYOUT_NONE, &raw));
+        CHECK_OK(qtk_ckpt_open(ct, &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &raw));
         if (raw) {
             const qtk__desc *rd = qtk__ckpt_desc(raw);
             const char *names[3] = {"layer.weight_global_scale", "layer.weight_scale", "layer.weight_packed"};
@@ -170,7 +170,7 @@ static void modelopt_nvfp4(void) {
             qtk_ckpt_close(raw);
         }
         qtk_ckpt *back = NULL;
-        CHECK_OK(qtk_ckpt_open(ct, &back));
+        CHECK_OK(qtk_ckpt_open(ct, NULL, &back));
         if (back) {
             qtk_ckpt_hub_info(back, &hi);
             CHECK(hi.layout == QTK_LAYOUT_CT && hi.n_notices == 0);

@@ -225,8 +225,8 @@ static bool reference(qtk_ckpt *raw, qtk_hub_layout l, const qt *q, float *y) {
 /* Every stored tensor of a is in b with the same dtype, shape and bytes. */
 static void same_stored(const char *a, const char *b) {
     qtk_ckpt *x = NULL, *y = NULL;
-    CHECK_OK(qtk__hub_open(a, QTK_LAYOUT_NONE, &x));
-    CHECK_OK(qtk__hub_open(b, QTK_LAYOUT_NONE, &y));
+    CHECK_OK(qtk_ckpt_open(a, &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &x));
+    CHECK_OK(qtk_ckpt_open(b, &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &y));
     if (x && y) {
         const qtk__desc *dx = qtk__ckpt_desc(x), *dy = qtk__ckpt_desc(y);
         CHECK_EQ_U(dx->n_tensors, dy->n_tensors);
@@ -264,8 +264,8 @@ static void check_set(const lset *ls, size_t max_shard) {
     qtk__hub_write_opts o = {.layout = ls->layout, .max_shard_bytes = max_shard};
     CHECK_OK(qtk__hub_write(dir, &m.d, (const void *const *)m.bytes, &o));
     qtk_ckpt *c = NULL, *raw = NULL;
-    CHECK_OK(qtk_ckpt_open(dir, &c));
-    CHECK_OK(qtk__hub_open(dir, QTK_LAYOUT_NONE, &raw));
+    CHECK_OK(qtk_ckpt_open(dir, NULL, &c));
+    CHECK_OK(qtk_ckpt_open(dir, &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &raw));
     if (!c || !raw) {
         qtk_ckpt_close(c);
         qtk_ckpt_close(raw);

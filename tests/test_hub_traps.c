@@ -35,7 +35,7 @@ static const char *dir_for(const char *name) {
 
 static qtk_ckpt *open_dir(const char *d) {
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(d, &c));
+    CHECK_OK(qtk_ckpt_open(d, NULL, &c));
     return c;
 }
 
@@ -124,7 +124,7 @@ static void bnb_high_nibble_first(void) {
                                &(qtk__hub_write_opts){.layout = QTK_LAYOUT_BNB, .source = c}));
         free(q);
         qtk_ckpt *r = NULL;
-        CHECK_OK(qtk__hub_open(tmp_path("bnb2-out"), QTK_LAYOUT_NONE, &r));
+        CHECK_OK(qtk_ckpt_open(tmp_path("bnb2-out"), &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &r));
         uint8_t *back = r ? tensor_bytes(r, "m.weight", &len) : NULL;
         CHECK(back && len == 3 && memcmp(back, w2, 3) == 0);
         uint8_t *blob = r ? tensor_bytes(r, "m.weight.quant_state.bitsandbytes__nf4", &len) : NULL;
@@ -260,7 +260,7 @@ static void divisor_not_a_power_of_two(void) {
                                &(qtk__hub_write_opts){.layout = QTK_LAYOUT_CT, .source = c}));
         free(b);
         qtk_ckpt *r = NULL;
-        CHECK_OK(qtk__hub_open(tmp_path("ct3-out"), QTK_LAYOUT_NONE, &r));
+        CHECK_OK(qtk_ckpt_open(tmp_path("ct3-out"), &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &r));
         b = r ? tensor_bytes(r, "l.weight_global_scale", &len) : NULL;
         float three = 3.0f;
         CHECK(b && len == 4 && memcmp(b, &three, 4) == 0);
@@ -326,7 +326,7 @@ static void divisor_inexact(void) {
                            &(qtk__hub_write_opts){.layout = QTK_LAYOUT_CT, .source = c}));
     free(b);
     qtk_ckpt *r = NULL;
-    CHECK_OK(qtk__hub_open(tmp_path("ct4-out"), QTK_LAYOUT_NONE, &r));
+    CHECK_OK(qtk_ckpt_open(tmp_path("ct4-out"), &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &r));
     b = r ? tensor_bytes(r, "l.weight_global_scale", &len) : NULL;
     CHECK(b && len == 4 && memcmp(b, &G, 4) == 0);
     free(b);
@@ -529,7 +529,7 @@ static void hadamards(void) {
     char path[1024];
     snprintf(path, sizeof path, "%s", p);
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(path, &c));
+    CHECK_OK(qtk_ckpt_open(path, NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     qtk_ckpt_facts fx;

@@ -81,31 +81,31 @@ static void products(void) {
         float want[M * N];
         /* nk, exact, no bias */
         unlink(path("Y.npy"));
-        snprintf(args, sizeof args, "matmul --scheme '%s' W.npy X.npy Y.npy", specs[i]);
+        snprintf(args, sizeof args, "matmul --force --scheme '%s' W.npy X.npy Y.npy", specs[i]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
         expect(specs[i], QTK_MM_NK, QTK_PRECISION_EXACT, false, M, want);
         check_output("Y.npy", want, M, 2);
         /* kn, fast, bias */
-        snprintf(args, sizeof args, "matmul --scheme '%s' --layout kn --precision fast --bias B.npy WT.npy X.npy Y.npy",
+        snprintf(args, sizeof args, "matmul --force --scheme '%s' --layout kn --precision fast --bias B.npy WT.npy X.npy Y.npy",
                  specs[i]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
         expect(specs[i], QTK_MM_KN, QTK_PRECISION_FAST, true, M, want);
         check_output("Y.npy", want, M, 2);
         /* one row: [K] in, [1, N] out */
-        snprintf(args, sizeof args, "matmul --scheme '%s' --precision fast --bias B.npy W.npy x1.npy y1.npy", specs[i]);
+        snprintf(args, sizeof args, "matmul --force --scheme '%s' --precision fast --bias B.npy W.npy x1.npy y1.npy", specs[i]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
         expect(specs[i], QTK_MM_NK, QTK_PRECISION_FAST, true, 1, want);
         check_output("y1.npy", want, 1, 2); /* [K] in, [1, N] out: Y is [M, N] */
         /* --weights-bin: quantize first, then multiply the bytes */
-        snprintf(args, sizeof args, "quantize --scheme '%s' W.npy W.bin", specs[i]);
+        snprintf(args, sizeof args, "quantize --force --scheme '%s' W.npy W.bin", specs[i]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
-        snprintf(args, sizeof args, "matmul --scheme '%s' --weights-bin W.bin --shape %dx%d X.npy Yb.npy", specs[i], N, K);
+        snprintf(args, sizeof args, "matmul --force --scheme '%s' --weights-bin W.bin --shape %dx%d X.npy Yb.npy", specs[i], N, K);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
         expect(specs[i], QTK_MM_NK, QTK_PRECISION_EXACT, false, M, want);
         check_output("Yb.npy", want, M, 2);
-        snprintf(args, sizeof args, "quantize --scheme '%s' WT.npy WT.bin", specs[i]);
+        snprintf(args, sizeof args, "quantize --force --scheme '%s' WT.npy WT.bin", specs[i]);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
-        snprintf(args, sizeof args, "matmul --scheme '%s' --layout kn --weights-bin WT.bin --shape %dx%d X.npy Yb.npy",
+        snprintf(args, sizeof args, "matmul --force --scheme '%s' --layout kn --weights-bin WT.bin --shape %dx%d X.npy Yb.npy",
                  specs[i], K, N);
         CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
         expect(specs[i], QTK_MM_KN, QTK_PRECISION_EXACT, false, M, want);
@@ -142,6 +142,14 @@ static void errors_leave_no_output(void) {
         CHECK_MSG(strstr(err, cases[i].msg) != NULL, "%s: message '%s' lacks '%s'", cases[i].args, err, cases[i].msg);
         CHECK_MSG(!exists("Z.npy"), "%s: left an output file", cases[i].args);
     }
+    /* an existing Y is replaced only with --force */
+    char err[2048];
+    CHECK(run("matmul --scheme q4f W.npy X.npy X.npy", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "'X.npy' exists; it is replaced only with --force") != NULL, "stderr: %s", err);
+    cli_npy a = {0};
+    CHECK_OK(cli_npy_read(path("X.npy"), &a)); /* untouched: still the activations */
+    CHECK(a.rank == 2 && a.shape[1] == 70);
+    cli_npy_free(&a);
 }
 
 static void help(void) {

@@ -8,7 +8,7 @@
 
 static qtk_status open_st(const uint8_t *f, size_t n, qtk_ckpt **out) {
     qtk_ckpt *c = NULL;
-    qtk_status st = qtk_ckpt_open_buffer(f, n, "t.safetensors", &c);
+    qtk_status st = qtk_ckpt_open_memory(f, n, "t.safetensors", NULL, &c);
     if (out) *out = c;
     else qtk_ckpt_close(c);
     return st;
@@ -230,7 +230,7 @@ static void writer_names(void) {
     const void *b[1] = {four};
     CHECK_OK(qtk__ckpt_write(tmp_path("s.safetensors"), QTK_CKPT_SAFETENSORS, &d, b, 0));
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(tmp_path("s.safetensors"), &c));
+    CHECK_OK(qtk_ckpt_open(tmp_path("s.safetensors"), NULL, &c));
     if (c) {
         const qtk__desc *r = qtk__ckpt_desc(c);
         CHECK(r->tensors[0].has_param_id && r->tensors[0].param_id == 18446744073709551615ull);

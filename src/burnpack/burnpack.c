@@ -5,7 +5,7 @@
  * size), alignment, overlaps, trailing bytes, and duplicate names. */
 #include "burnpack/bpk_cbor.h"
 #include "burnpack/cbor_scan.h"
-#include "io/ckpt_internal.h"
+#include "burnpack/burnpack.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -351,11 +351,24 @@ static qtk_status bpk_begin(qtk__ckpt_writer *w) {
     return st;
 }
 
+/* What Burn's TensorData can name (a dtype, block dims of at most 255). */
+static bool bpk_can_hold(const qtk_ckpt_tensor *t, char *why, size_t cap) {
+    uint8_t *b = NULL;
+    size_t n = 0;
+    qtk_status st = qtk__bpk_encode_dtype(t, &b, &n);
+    free(b);
+    if (st && why && cap) snprintf(why, cap, "%s", qtk_last_error());
+    return st == QTK_OK;
+}
+
 const qtk__ckpt_ops qtk__burnpack_ops = {
     .fmt = QTK_CKPT_BURNPACK,
     .name = "burnpack",
+    .signature = "burnpack magic (\"NRUB\")",
+    .ext = ".bpk",
     .sniff = bpk_sniff,
     .parse = bpk_parse,
     .begin = bpk_begin,
     .put = NULL,
+    .can_hold = bpk_can_hold,
 };

@@ -124,3 +124,11 @@ bool cli_parse_shape(const char *s, size_t *shape, int *rank) {
     return true;
 }
 
+
+int cli_parse_layout(const char *cmd, const char *s, bool for_reading, qtk_hub_layout *out) {
+    if (qtk_hub_layout_parse(s, out) == QTK_OK && *out != QTK_LAYOUT_AUTO &&
+        (for_reading || (*out != QTK_LAYOUT_NONE && *out != QTK_LAYOUT_TORCHAO)))
+        return CLI_OK;
+    return cli_usage_error(cmd, "--layout '%s' is not one of %sqtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb%s", s,
+                           for_reading ? "none, " : "", for_reading ? ", torchao" : "");
+}

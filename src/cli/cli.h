@@ -1,12 +1,12 @@
 /* cli.h — shared pieces of the qtk command-line tool. Each command lives in its own file
- * and only calls the public library API and the io layer. */
+ * and calls only the public library API (qtk.h, qtk_matmul.h, qtk_ckpt.h) and these. */
 #ifndef QTK_CLI_H
 #define QTK_CLI_H
 
 #include "qtk.h"
+#include "qtk_ckpt.h"
 
-#include "ops/convert.h"
-#include "ops/eval.h"
+#include "files.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,7 +53,7 @@ typedef struct cli_progress {
     double t0, last;
 } cli_progress;
 void cli_progress_init(cli_progress *p, const char *what);
-void cli_progress_update(void *ctx, const qtk_progress *pi); /* a qtk_progress_fn */
+int cli_progress_update(void *ctx, const qtk_progress *pi); /* a qtk_progress_fn: draws, never cancels */
 void cli_progress_end(cli_progress *p);
 double cli_now(void);
 /* "1.5 MiB" */
@@ -72,7 +72,22 @@ int cli_inspect_print_as(FILE *f, const char *path, bool json, const char *layou
 void cli_notices_print(FILE *f, const char *prefix, const char *const *tensor, const char *const *text, size_t n);
 
 /* Prints eval results as tables (qtk eval); summary: the totals only. */
-void cli_eval_print(FILE *f, const char *path, const qtk__eval_result *r, bool summary);
+void cli_eval_print(FILE *f, const char *path, const qtk_eval_report *r, bool summary);
+/* A chart of SQNR per tensor and column, as a self-contained SVG file (plot_svg.c). */
+qtk_status cli_eval_svg(const qtk_eval_report *r, const char *path, int force);
+/* An eval column's name: its spec, with the calibration when it is not minmax. Returns buf. */
+const char *cli_column_label(const qtk_eval_column *c, char *buf, size_t cap);
+
+/* --layout L: a readable layout (for_reading) or a writable one; prints the usage error. */
+int cli_parse_layout(const char *cmd, const char *s, bool for_reading, qtk_hub_layout *out);
+
+/* Signals. SIGINT, SIGTERM and SIGHUP remove every temporary output at once; a command that
+ * called cli_cancel_flag then stops at the next tensor (the flag goes to the library's
+ * options), others die at once. cli_signals_finish re-raises a caught signal after the
+ * command returned, so the exit status tells it. */
+void cli_signals_install(void);
+const volatile sig_atomic_t *cli_cancel_flag(void);
+void cli_signals_finish(void);
 
 /* Commands */
 int cmd_quantize(int argc, char **argv);

@@ -5,7 +5,6 @@
 #include "synth.h"
 
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -58,18 +57,19 @@ typedef struct {
 
 typedef struct {
     base_job *j;
-    size_t b, e;
-    uint64_t sink;
+    uint64_t sink[64]; /* per worker */
 } base_part;
 
-static void *base_run(void *arg) {
-    base_part *pt = arg;
+/* Units [u0, u1) of 64 bytes (the last one takes the tail). */
+static void base_run(void *ctx, size_t u0, size_t u1, int worker) {
+    base_part *pt = ctx;
     base_job *j = pt->j;
-    size_t n = pt->e - pt->b;
+    size_t b = u0 * 64, e = u1 * 64 < j->bytes ? u1 * 64 : j->bytes, n = e - b;
+    uint64_t sink = 0;
     if (j->op == 0) {
-        memcpy(j->dst + pt->b, j->src + pt->b, n);
+        memcpy(j->dst + b, j->src + b, n);
     } else if (j->op == 1) {
-        const uint64_t *s = (const uint64_t *)(const void *)(j->src + pt->b);
+        const uint64_t *s = (const uint64_t *)(const void *)(j->src + b);
         uint64_t a0 = 0, a1 = 0, a2 = 0, a3 = 0;
         size_t k = n / 8, i = 0;
         for (; i + 4 <= k; i += 4) {
@@ -79,11 +79,11 @@ static void *base_run(void *arg) {
             a3 ^= s[i + 3];
         }
         for (; i < k; i++) a0 += s[i];
-        pt->sink = a0 ^ a1 ^ a2 ^ a3;
+        sink = a0 ^ a1 ^ a2 ^ a3;
     } else {
 #if defined(__SSE2__)
         __m128i v = _mm_set1_epi32(0x3f800000);
-        uint8_t *d = j->dst + pt->b;
+        uint8_t *d = j->dst + b;
         size_t i = 0;
         while (i < n && ((uintptr_t)(d + i) & 15)) d[i++] = 0;
         for (; i + 64 <= n; i += 64) {
@@ -95,29 +95,22 @@ static void *base_run(void *arg) {
         _mm_sfence();
         memset(d + i, 0, n - i);
 #else
-        memset(j->dst + pt->b, 1, n);
+        memset(j->dst + b, 1, n);
 #endif
     }
-    return NULL;
+    if (worker < 64) pt->sink[worker] ^= sink;
 }
 
 static double time_baseline(int op, const uint8_t *src, uint8_t *dst, size_t bytes, int threads, int runs) {
     base_job j = {op, src, dst, bytes, 0};
     double best = INFINITY;
     for (int r = 0; r < runs; r++) {
-        base_part parts[64];
-        pthread_t tid[64];
-        int t = threads > 64 ? 64 : threads;
+        base_part parts = {&j, {0}};
         double t0 = now();
-        for (int i = 0; i < t; i++) {
-            parts[i] = (base_part){&j, (bytes * (size_t)i / (size_t)t) & ~(size_t)63,
-                                   i + 1 == t ? bytes : (bytes * (size_t)(i + 1) / (size_t)t) & ~(size_t)63, 0};
-            if (i) pthread_create(&tid[i], NULL, base_run, &parts[i]);
-        }
-        base_run(&parts[0]);
-        for (int i = 1; i < t; i++) pthread_join(tid[i], NULL);
+        /* the library's fork-join over 64-byte units: each worker streams one contiguous range */
+        qtk_parallel_for(threads > 64 ? 64 : threads, (bytes + 63) / 64, base_run, &parts);
         double dt = now() - t0;
-        for (int i = 0; i < t; i++) j.sink ^= parts[i].sink;
+        for (int i = 0; i < 64; i++) j.sink ^= parts.sink[i];
         if (dt < best) best = dt;
     }
     if (j.sink == 42) fputc(' ', stderr); /* keep the reduction alive */

@@ -1,13 +1,11 @@
 /* cmd_convert.c — qtk convert: a checkpoint to another format and/or other schemes. */
 #include "cli.h"
 
-#include "ops/convert.h"
-
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
-    "usage: qtk convert IN OUT [--scheme SPEC|none] [--dtype f32|f16|bf16]\n"
+    "usage: qtk convert IN OUT [--scheme SPEC|none] [--dtype f32|f16|bf16] [--calibration C]\n"
     "                   [--only REGEX] [--skip REGEX] [--rule 'REGEX=SPEC']... [--min-elements N]\n"
     "                   [--layout L] [--max-shard-size SIZE] [--force] [--threads N] [--verbose]\n"
     "\n"
@@ -20,7 +18,8 @@ static const char usage[] =
     "is a directory of safetensors shards with model.safetensors.index.json and config.json.\n"
     "Tensors are streamed one at a time from memory maps; OUT appears only when complete\n"
     "(temporary files beside it are renamed on success and removed on any error).\n"
-    "\n"
+    "\n";
+static const char usage_rules[] =
     "What happens to each tensor (the first that applies):\n"
     "  1. integer, bool and other non-float tensors are copied as they are\n"
     "  2. --skip REGEX matches its name, or --only REGEX is given and does not: copied\n"
@@ -32,10 +31,16 @@ static const char usage[] =
     "     --scheme none dequantizes every quantized tensor to --dtype (default f32).\n"
     "     Without --scheme every tensor is copied: 'qtk convert a.bpk b.bpk' reproduces the\n"
     "     file byte for byte, and .bpk <-> .safetensors keeps quantized tensors bit-exact.\n"
+    "--dtype also converts the float tensors that stay float (not those --skip or a 'keep'\n"
+    "rule names): 'qtk convert a.safetensors b.safetensors --dtype f16' casts BF16 to F16.\n"
+    "A quantized tensor kept in a scheme the output format cannot hold is written as F32 (its\n"
+    "values unchanged) with a note; a scheme asked for that the format cannot hold is an error.\n"
     "REGEX is POSIX extended and matches anywhere in the name (anchor with ^ and $).\n"
     "\n"
     "  --scheme SPEC       a spec string or preset (see 'qtk scheme --help'), or none\n"
-    "  --dtype D           what dequantized tensors become: f32 (default), f16, bf16\n"
+    "  --dtype D           what dequantized tensors become (f32 by default), and float tensors\n"
+    "                      that stay float: f32, f16, bf16\n"
+    "  --calibration C     how quantized tensors choose their scales: minmax (default), absmean\n"
     "  --only REGEX        consider only tensors whose name matches\n"
     "  --skip REGEX        never touch tensors whose name matches\n"
     "  --rule 'REGEX=SPEC' per-name scheme (repeatable; first match wins)\n"
@@ -48,71 +53,71 @@ static const char usage[] =
     "  --force             replace OUT (and files in an OUT directory) if they exist\n"
     "  --threads N         worker threads (default: all cores)\n"
     "  --verbose           print what happens to each tensor\n"
-    "\n"
+    "\n";
+static const char usage_formats[] =
     "Safetensors output stores quantized tensors in qtk's convention (docs/safetensors-quantized.md)\n"
     "unless --layout says otherwise (docs/hub-layouts.md). A DeepSeek/Qwen FP8, NVFP4 or MXFP4\n"
     "model to plain bf16 shards:  qtk convert MODEL_DIR OUT_DIR --scheme none --dtype bf16\n"
-    "Burnpack output refuses block dims above 255 (Burn's limit) and dtypes Burn lacks (F8, F4).\n"
+    "Burnpack holds block dims up to 255 (Burn's limit) and no F8/F4 raw tensors.\n"
     "\n"
     "GGUF (docs/gguf.md): ggml types a qtk scheme holds exactly (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K,\n"
     "Q8_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0) are read as that scheme and\n"
     "written back as the same type with the same bytes; Q4_1, Q5_1, Q2_K, Q4_K and Q5_K (offsets)\n"
     "are read as F32, exactly as ggml dequantizes them, and a note says so; converting them to a\n"
     "scheme prints what the re-quantization cost (SQNR). GGUF output takes the schemes that have\n"
-    "a lossless ggml type; other quantized tensors are written as F32 unless a scheme was asked\n"
-    "for, which is then an error.\n";
+    "a lossless ggml type (the rule above holds for the others).\n";
 
 typedef struct {
-    cli_progress bar;
+    cli_progress bar; /* first: cli_progress_update reads the context as its bar */
     bool verbose;
     /* notices, printed grouped after the conversion */
     const char **tensor, **text;
     size_t n_notices;
 } convert_ctx;
 
-static void on_plan(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk__decision *d) {
-    convert_ctx *c = ctx;
-    if (!c->verbose) return;
-    char a[256], b[256], sb[128];
-    const char *from = in->quantized ? (qtk_scheme_format(&in->scheme, a, sizeof a, NULL) ? "?" : a) : qtk_elem_name(in->elem);
-    const char *to = out->quantized ? (qtk_scheme_format(&out->scheme, b, sizeof b, NULL) ? "?" : b) : qtk_elem_name(out->elem);
-    const char *verb = d->act == QTK_ACT_QUANTIZE ? "quantize" : d->act == QTK_ACT_DEQUANTIZE ? "dequantize" : "copy";
-    printf("  %-10s %s [%s] %s%s%s  (%s)\n", verb, in->name, qtk_shape_format(in->shape, in->rank, sb, sizeof sb), from,
-           d->act == QTK_ACT_KEEP ? "" : " -> ", d->act == QTK_ACT_KEEP ? "" : to, d->why);
+static const char *type_str(const qtk_ckpt_tensor *t, char *buf, size_t cap) {
+    if (!t->quantized) return qtk_elem_name(t->elem);
+    return qtk_scheme_format(&t->scheme, buf, cap, NULL) ? "?" : buf;
 }
 
-/* Said whatever --verbose is: values that change form without the user naming it. */
-static void on_plan_notes(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, const qtk__decision *d) {
-    if (in->decoded && d->act == QTK_ACT_KEEP)
+/* Why, in the words of the command line. */
+static const char *why_str(const qtk_convert_event *e) {
+    switch (e->reason) {
+    case QTK_WHY_SKIP: return strcmp(e->why, "skip") == 0 ? "--skip" : "not --only";
+    case QTK_WHY_DEFAULT: return "--scheme";
+    case QTK_WHY_NO_SCHEME: return "no --scheme";
+    default: return e->why;
+    }
+}
+
+static void on_plan(convert_ctx *c, const qtk_convert_event *e) {
+    const qtk_ckpt_tensor *in = e->in, *out = e->out;
+    /* said whatever --verbose is: values that change form without the user naming it */
+    if (in->decoded && e->action == QTK_ACT_KEEP)
         printf("  note: %s: ggml %s has no exact qtk scheme; written as F32 (ggml's dequantized values)\n", in->name,
                in->file_type ? in->file_type : "?");
-    else if (d->act == QTK_ACT_DEQUANTIZE && strncmp(d->why, "GGUF has no", 11) == 0)
-        printf("  note: %s: %s\n", in->name, d->why);
-    on_plan(ctx, in, out, d);
+    else if (e->reason == QTK_WHY_FORMAT)
+        printf("  note: %s: %s\n", in->name, e->why);
+    if (!c->verbose) return;
+    char a[256], b[256], sb[128];
+    static const char *const verbs[] = {"copy", "quantize", "dequantize", "cast"};
+    bool same = e->action == QTK_ACT_KEEP;
+    printf("  %-10s %s [%s] %s%s%s  (%s)\n", verbs[e->action], in->name, qtk_shape_format(in->shape, in->rank, sb, sizeof sb),
+           type_str(in, a, sizeof a), same ? "" : " -> ", same ? "" : type_str(out, b, sizeof b), why_str(e));
 }
 
-static void on_requantized(void *ctx, const qtk_ckpt_tensor *in, const qtk_ckpt_tensor *out, double sqnr) {
-    (void)ctx;
+static void on_requantized(const qtk_convert_event *e) {
     char a[256], b[256];
-    const char *from = in->quantized ? (qtk_scheme_format(&in->scheme, a, sizeof a, NULL) ? "?" : a) : qtk_elem_name(in->elem);
-    if (in->file_type && in->decoded) snprintf(a, sizeof a, "ggml %s", in->file_type), from = a;
-    printf("  requantized %s: %s -> %s: SQNR %.2f dB\n", in->name, from,
-           qtk_scheme_format(&out->scheme, b, sizeof b, NULL) ? "?" : b, sqnr);
+    const char *from = type_str(e->in, a, sizeof a);
+    if (e->in->file_type && e->in->decoded) snprintf(a, sizeof a, "ggml %s", e->in->file_type), from = a;
+    printf("  requantized %s: %s -> %s: SQNR %.2f dB\n", e->in->name, from, type_str(e->out, b, sizeof b), e->sqnr_db);
 }
 
-static char *dup_or_null(const char *s) {
-    if (!s) return NULL;
-    char *d = malloc(strlen(s) + 1);
-    if (d) strcpy(d, s);
-    return d;
-}
-
-static void on_notice(void *ctx, const char *tensor, const char *text) {
-    convert_ctx *c = ctx;
+static void on_notice(convert_ctx *c, const char *tensor, const char *text) {
     const char **a = realloc(c->tensor, (c->n_notices + 1) * sizeof *a), **b = a ? realloc(c->text, (c->n_notices + 1) * sizeof *b) : NULL;
     if (a) c->tensor = a;
     if (b) c->text = b;
-    char *t = dup_or_null(tensor), *x = dup_or_null(text);
+    char *t = tensor ? strdup(tensor) : NULL, *x = strdup(text);
     if (!a || !b || !x || (tensor && !t)) { /* out of memory: say it now, ungrouped */
         fprintf(stderr, "qtk convert: note: %s%s%s%s\n", tensor ? "'" : "", tensor ? tensor : "", tensor ? "': " : "", text);
         free(t);
@@ -121,6 +126,13 @@ static void on_notice(void *ctx, const char *tensor, const char *text) {
     }
     c->tensor[c->n_notices] = t;
     c->text[c->n_notices++] = x;
+}
+
+static void on_event(void *ctx, const qtk_convert_event *e) {
+    convert_ctx *c = ctx;
+    if (e->kind == QTK_EVENT_PLAN) on_plan(c, e);
+    else if (e->kind == QTK_EVENT_REQUANTIZED) on_requantized(e);
+    else on_notice(c, e->tensor, e->text);
 }
 
 /* "5GB", "500MB", "64KiB", "1000000" */
@@ -146,7 +158,7 @@ static bool parse_size(const char *s, size_t *out) {
 int cmd_convert(int argc, char **argv) {
     const char *cmd = "convert";
     const char *spec = NULL, *dtype = NULL, *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL;
-    const char *layout_s = NULL, *shard_s = NULL;
+    const char *layout_s = NULL, *shard_s = NULL, *cal_s = NULL;
     const char **rules = NULL;
     int n_rules = 0;
     bool force = false, verbose = false;
@@ -156,7 +168,7 @@ int cmd_convert(int argc, char **argv) {
         {"rule", true, NULL, NULL, &rules, &n_rules}, {"min-elements", true, &min_s, NULL, NULL, NULL},
         {"force", false, NULL, &force, NULL, NULL}, {"threads", true, &threads_s, NULL, NULL, NULL},
         {"verbose", false, NULL, &verbose, NULL, NULL}, {"layout", true, &layout_s, NULL, NULL, NULL},
-        {"max-shard-size", true, &shard_s, NULL, NULL, NULL},
+        {"max-shard-size", true, &shard_s, NULL, NULL, NULL}, {"calibration", true, &cal_s, NULL, NULL, NULL},
     };
     const char *pos[2];
     int npos;
@@ -164,57 +176,47 @@ int cmd_convert(int argc, char **argv) {
     int rc = cli_parse(cmd, argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), pos, 2, &npos, &help);
     if (rc || help) {
         free(rules);
-        if (help) fputs(usage, stdout);
+        if (help) fputs(usage, stdout), fputs(usage_rules, stdout), fputs(usage_formats, stdout);
         return rc;
     }
-    qtk__select sel;
-    qtk__select_init(&sel);
-    qtk_status st = QTK_OK;
-    long threads = 0, min_el = QTK__SELECT_MIN_NUMEL;
+    long threads = 0, min_el = QTK_MIN_ELEMENTS_DEFAULT;
+    convert_ctx ctx = {.verbose = verbose};
+    qtk_convert_options o = {.scheme = spec, .rules = rules, .n_rules = (size_t)n_rules, .only = only, .skip = skip,
+                             .force = force, .event = on_event, .ctx = &ctx};
     if (npos != 2) rc = cli_usage_error(cmd, "expected IN and OUT");
     else if (threads_s && !cli_parse_int(threads_s, 1, 4096, &threads))
         rc = cli_usage_error(cmd, "--threads '%s' is not 1..4096", threads_s);
     else if (min_s && !cli_parse_int(min_s, 0, 0x7fffffffL, &min_el))
         rc = cli_usage_error(cmd, "--min-elements '%s' is not a count", min_s);
-    if (!rc && spec && (st = qtk__select_default(&sel, spec))) rc = cli_usage_error(cmd, "--scheme: %s", qtk_last_error());
-    if (!rc && only && (st = qtk__select_only(&sel, only))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
-    if (!rc && skip && (st = qtk__select_skip(&sel, skip))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
-    for (int i = 0; !rc && i < n_rules; i++)
-        if ((st = qtk__select_rule(&sel, rules[i]))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
     if (!rc && dtype) {
-        bool any_none = sel.dflt.kind == QTK__TARGET_NONE;
-        for (size_t i = 0; i < sel.n_rules; i++) any_none |= sel.rules[i].target.kind == QTK__TARGET_NONE;
-        if (!any_none) rc = cli_usage_error(cmd, "--dtype is for dequantized tensors: give it with --scheme none or a 'none' rule");
-        else if ((st = qtk__select_dtype(&sel, dtype))) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+        if (qtk_dtype_parse(dtype, &o.dtype) || (o.dtype != QTK_DTYPE_F32 && o.dtype != QTK_DTYPE_F16 && o.dtype != QTK_DTYPE_BF16))
+            rc = cli_usage_error(cmd, "--dtype '%s' is not f32, f16 or bf16", dtype);
+        o.cast_floats = true;
     }
-    qtk_hub_layout layout = QTK_LAYOUT_AUTO;
-    size_t max_shard = 0;
-    if (!rc && layout_s && ((st = qtk_hub_layout_parse(layout_s, &layout)) || layout == QTK_LAYOUT_NONE))
-        rc = cli_usage_error(cmd, "--layout '%s' is not one of qtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb",
-                             layout_s);
-    if (!rc && shard_s && !parse_size(shard_s, &max_shard))
+    if (!rc && cal_s && qtk_calibration_parse(cal_s, &o.calibration))
+        rc = cli_usage_error(cmd, "--calibration: %s", qtk_last_error());
+    if (!rc && layout_s && cli_parse_layout(cmd, layout_s, false, &o.layout)) rc = CLI_USAGE;
+    if (!rc && shard_s && !parse_size(shard_s, &o.max_shard_bytes))
         rc = cli_usage_error(cmd, "--max-shard-size '%s' is not a size (5GB, 500MB, 1048576)", shard_s);
-    bool hub_out = layout != QTK_LAYOUT_AUTO || max_shard > 0 || qtk__hub_out_is_dir(pos[1]);
-    if (!rc && !hub_out && qtk_ckpt_format_from_path(pos[1]) == QTK_CKPT_UNKNOWN)
-        rc = cli_usage_error(cmd, "cannot tell the format of '%s': name it .bpk, .safetensors or .gguf, or give a directory",
-                             pos[1]);
+    if (!rc && qtk_convert_check(&o)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    /* the output's format, before any input is read */
+    qtk_writer *probe = NULL;
+    qtk_write_options wo = {.layout = o.layout, .max_shard_bytes = o.max_shard_bytes};
+    if (!rc && qtk_writer_create(pos[1], &wo, &probe)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    qtk_writer_abort(probe);
     if (rc) {
-        qtk__select_free(&sel);
         free(rules);
         return rc;
     }
-    sel.min_numel = (size_t)min_el;
+    o.min_elements = min_el ? (size_t)min_el : 1; /* 0 on the command line: every size */
+    o.threads = (int)threads;
     if (threads) qtk_set_threads((int)threads);
-
-    convert_ctx ctx = {.verbose = verbose};
     cli_progress_init(&ctx.bar, "convert");
-    qtk__convert_opts o = {.select = &sel, .force = force, .threads = (int)threads, .progress = cli_progress_update,
-                          .plan = on_plan_notes, .requantized = on_requantized, .ctx = &ctx, .layout = layout,
-                          .max_shard_bytes = max_shard, .notice = on_notice};
-    /* cli_progress_update reads the bar at the start of the context */
-    qtk__convert_stats s;
+    o.progress = cli_progress_update;
+    o.cancel = cli_cancel_flag();
+    qtk_convert_summary s;
     double t0 = cli_now();
-    st = qtk__convert_file(pos[0], pos[1], &o, &s);
+    qtk_status st = qtk_ckpt_convert(pos[0], pos[1], &o, &s);
     double dt = cli_now() - t0;
     cli_progress_end(&ctx.bar);
     cli_notices_print(stderr, "qtk convert: note: ", ctx.tensor, ctx.text, ctx.n_notices);
@@ -224,17 +226,18 @@ int cmd_convert(int argc, char **argv) {
     if (st) {
         rc = cli_fail(cmd, st, "'%s' -> '%s'", pos[0], pos[1]);
     } else {
-        char a[32], b[32], r[32], lay[96] = "";
+        char a[32], b[32], r[32], lay[96] = "", cast[48] = "";
+        bool hub_out = o.layout != QTK_LAYOUT_AUTO || o.max_shard_bytes > 0 || s.out_directory;
         if (hub_out)
             snprintf(lay, sizeof lay, ", layout %s, %zu file%s", qtk_hub_layout_name(s.out_layout), s.out_files,
                      s.out_files == 1 ? "" : "s");
-        printf("qtk convert: wrote %s (%s%s): %zu tensors: %zu quantized, %zu dequantized, %zu copied; "
+        if (s.cast) snprintf(cast, sizeof cast, ", %zu cast", s.cast);
+        printf("qtk convert: wrote %s (%s%s): %zu tensors: %zu quantized, %zu dequantized%s, %zu copied; "
                "tensor bytes %s -> %s in %.2f s (%s/s)\n",
-               pos[1], qtk_ckpt_format_name(s.out_format), lay, s.tensors, s.quantized, s.dequantized, s.kept,
+               pos[1], qtk_ckpt_format_name(s.out_format), lay, s.tensors, s.quantized, s.dequantized, cast, s.kept,
                cli_bytes((double)s.in_bytes, a, sizeof a), cli_bytes((double)s.out_bytes, b, sizeof b), dt,
                cli_bytes(dt > 0 ? (double)s.in_bytes / dt : 0.0, r, sizeof r));
     }
-    qtk__select_free(&sel);
     free(rules);
     return rc;
 }

@@ -4,7 +4,6 @@
  * presets on the original. Each step prints the command that does the same thing. */
 #include "cli.h"
 
-#include "io/fileio.h"
 #include "synth_model.h"
 
 #include <stdlib.h>
@@ -35,18 +34,15 @@ static const char *const demo_files[] = {"model.safetensors", "model-nvfp4.bpk",
                                          "model-nvfp4-again.bpk", "eval.svg"};
 
 static int step_convert(const char *in, const char *out, const char *spec) {
-    qtk__select sel;
-    qtk__select_init(&sel);
-    qtk_status st = spec ? qtk__select_default(&sel, spec) : QTK_OK;
-    qtk__convert_stats s;
+    qtk_convert_summary s;
     cli_progress bar;
     cli_progress_init(&bar, "convert");
-    qtk__convert_opts o = {.select = &sel, .force = 1, .progress = cli_progress_update, .ctx = &bar};
+    qtk_convert_options o = {.scheme = spec, .force = 1, .progress = cli_progress_update, .ctx = &bar,
+                             .cancel = cli_cancel_flag()};
     double t0 = cli_now();
-    if (!st) st = qtk__convert_file(in, out, &o, &s);
+    qtk_status st = qtk_ckpt_convert(in, out, &o, &s);
     double dt = cli_now() - t0;
     cli_progress_end(&bar);
-    qtk__select_free(&sel);
     if (st) return cli_fail("demo", st, "converting '%s'", in);
     char a[32], b[32];
     printf("%zu tensors: %zu quantized, %zu copied; tensor bytes %s -> %s (%.2f s)\n", s.tensors, s.quantized, s.kept,
@@ -57,12 +53,12 @@ static int step_convert(const char *in, const char *out, const char *spec) {
 static int same_files(const char *a, const char *b, bool *same, size_t *len) {
     uint8_t *x = NULL, *y = NULL;
     size_t nx = 0, ny = 0;
-    qtk_status st = qtk__io_read_file(a, &x, &nx);
-    if (!st) st = qtk__io_read_file(b, &y, &ny);
+    qtk_status st = cli_read_file(a, &x, &nx);
+    if (!st) st = cli_read_file(b, &y, &ny);
     *same = !st && nx == ny && memcmp(x, y, nx) == 0;
     *len = nx;
-    qtk__io_free(x);
-    qtk__io_free(y);
+    free(x);
+    free(y);
     return st ? cli_fail("demo", st, "comparing '%s' and '%s'", a, b) : CLI_OK;
 }
 
@@ -103,21 +99,17 @@ static int run(const char *dir, const cli_synth_config *cfg) {
     printf("\n== 5. what each scheme costs and loses on the original\n$ qtk eval %s", p[0]);
     for (size_t j = 0; j < N_EVAL; j++) printf(" --scheme '%s'", eval_schemes[j]);
     printf(" --summary --plot %s\n", p[4]);
-    qtk_scheme s[N_EVAL];
-    for (size_t j = 0; j < N_EVAL; j++)
-        if ((st = qtk_scheme_parse(eval_schemes[j], &s[j]))) return cli_fail("demo", st, "scheme '%s'", eval_schemes[j]);
-    qtk__select sel;
-    qtk__select_init(&sel);
     cli_progress bar;
     cli_progress_init(&bar, "eval");
-    qtk__eval_result r;
-    st = qtk__eval_file(p[0], &sel, s, eval_schemes, N_EVAL, 0, cli_progress_update, &bar, &r);
+    qtk_eval_options eo = {.schemes = eval_schemes, .n_schemes = N_EVAL, .progress = cli_progress_update, .ctx = &bar,
+                           .cancel = cli_cancel_flag()};
+    qtk_eval_report *r = NULL;
+    st = qtk_ckpt_eval(p[0], &eo, &r);
     cli_progress_end(&bar);
-    qtk__select_free(&sel);
     if (st) return cli_fail("demo", st, "evaluating '%s'", p[0]);
-    cli_eval_print(stdout, p[0], &r, true);
-    st = cli_eval_svg(&r, p[4], 1);
-    qtk__eval_result_free(&r);
+    cli_eval_print(stdout, p[0], r, true);
+    st = cli_eval_svg(r, p[4], 1);
+    qtk_eval_report_free(r);
     if (st) return cli_fail("demo", st, "cannot write the chart");
     printf("\nchart: %s\n", p[4]);
     return CLI_OK;

@@ -1,7 +1,6 @@
 /* cmd_dequantize.c — qtk dequantize: the bytes of SPEC §5 back to a .npy array. */
 #include "cli.h"
 
-#include "io/fileio.h"
 #include "npy.h"
 
 #include <stdlib.h>
@@ -9,7 +8,7 @@
 
 static const char usage[] =
     "usage: qtk dequantize --scheme SPEC --shape D0xD1x... [--dtype f32|f16|bf16] [--threads N]\n"
-    "                      IN.bin OUT.npy\n"
+    "                      [--force] IN.bin OUT.npy\n"
     "\n"
     "Reads a quantized tensor's bytes (Burn's layout, as 'qtk quantize' writes them), checks\n"
     "that their length is exactly what SPEC and the shape imply, and writes the dequantized\n"
@@ -18,12 +17,15 @@ static const char usage[] =
     "  --scheme SPEC    the scheme the bytes were written with\n"
     "  --shape SHAPE    the tensor's shape, e.g. 64x128; 'scalar' for a rank-0 tensor\n"
     "  --dtype D        f32 (default), f16, or bf16 (written as '<u2' bit patterns)\n"
-    "  --threads N      worker threads (default: all cores)\n";
+    "  --threads N      worker threads (default: all cores)\n"
+    "  --force          replace OUT.npy if it exists\n";
 
 int cmd_dequantize(int argc, char **argv) {
     const char *cmd = "dequantize";
     const char *spec = NULL, *shape_s = NULL, *dtype_s = NULL, *threads_s = NULL;
+    bool force = false;
     const cli_opt opts[] = {
+        {"force", false, NULL, &force, NULL, NULL},
         {"scheme", true, &spec, NULL, NULL, NULL},
         {"shape", true, &shape_s, NULL, NULL, NULL},
         {"dtype", true, &dtype_s, NULL, NULL, NULL},
@@ -63,11 +65,12 @@ int cmd_dequantize(int argc, char **argv) {
     qtk_layout L;
     st = qtk_layout_compute(&s, shape, rank, &L);
     if (st) return cli_fail(cmd, st, "scheme '%s' does not fit shape %s", spec, shape_s);
+    if ((st = cli_check_target(pos[1], force))) return cli_fail(cmd, st, "cannot write the output");
 
     uint8_t *in = NULL;
     size_t len = 0;
     void *out = NULL;
-    st = qtk__io_read_file(pos[0], &in, &len);
+    st = cli_read_file(pos[0], &in, &len);
     if (st) {
         rc = cli_fail(cmd, st, "cannot read the input");
         goto done;
@@ -82,10 +85,10 @@ int cmd_dequantize(int argc, char **argv) {
         rc = cli_fail(cmd, st, "cannot dequantize '%s'", pos[0]);
         goto done;
     }
-    st = cli_npy_write(pos[1], out, dt, shape, rank, 1);
+    st = cli_npy_write(pos[1], out, dt, shape, rank, force);
     if (st) rc = cli_fail(cmd, st, "cannot write the output");
 done:
-    qtk__io_free(in);
+    free(in);
     free(out);
     return rc;
 }

@@ -2,16 +2,16 @@
  * but the optional chart. */
 #include "cli.h"
 
-#include "ops/eval.h"
-
 #include <stdlib.h>
 #include <string.h>
 
 static const char usage[] =
-    "usage: qtk eval FILE --scheme SPEC [--scheme SPEC]... [--only REGEX] [--skip REGEX]\n"
-    "                [--min-elements N] [--json] [--summary] [--plot CHART.svg] [--force] [--threads N]\n"
+    "usage: qtk eval FILE --scheme SPEC [--scheme SPEC]... [--calibration C]... [--only REGEX] [--skip REGEX]\n"
+    "                [--min-elements N] [--layout L] [--json] [--summary] [--plot CHART.svg] [--force]\n"
+    "                [--threads N]\n"
     "\n"
-    "Quantizes every selected tensor of FILE under each scheme, dequantizes it, and reports per\n"
+    "Quantizes every selected tensor of FILE under each scheme (and each calibration asked for),\n"
+    "dequantizes it, and reports per\n"
     "tensor and in total: bits per element (scales, global and table included), RMSE, max\n"
     "|error| and SQNR in dB (10 log10 of signal power over error power). Nothing is written.\n"
     "The reference is the tensor as stored (a quantized tensor: its dequantized values).\n"
@@ -21,6 +21,9 @@ static const char usage[] =
     "shape is reported for that tensor and left out of its totals.\n"
     "\n"
     "  --scheme SPEC     a spec string or preset (repeatable)\n"
+    "  --calibration C   how scales are chosen: minmax (default) or absmean; repeatable, each\n"
+    "                    scheme is then measured under each\n"
+    "  --layout L        read FILE in layout L instead of detecting it (see qtk inspect)\n"
     "  --json            print one JSON object instead of tables\n"
     "  --summary         print only the totals table\n"
     "  --plot FILE.svg   also write a chart of SQNR per tensor and scheme (SVG)\n"
@@ -29,7 +32,7 @@ static const char usage[] =
 
 static void metrics_row(FILE *f, const char *label, const qtk_eval_cell *c) {
     qtk_eval_metrics m;
-    qtk_eval_cell_metrics(c, &m);
+    qtk_eval_metrics_of(c, &m);
     if (!c->ok) {
         fprintf(f, "  %-36s  n/a: %s\n", label, c->err[0] ? c->err : "no tensor");
         return;
@@ -41,40 +44,41 @@ static void print_header(FILE *f, const char *first) {
     fprintf(f, "  %-36s %8s %12s %12s %9s\n", first, "bits/el", "RMSE", "max|err|", "SQNR dB");
 }
 
-static void print_totals(FILE *f, const qtk__eval_result *r) {
+static void print_totals(FILE *f, const qtk_eval_report *r) {
     print_header(f, "total, per scheme");
-    for (size_t j = 0; j < r->n_schemes; j++) {
+    for (size_t j = 0; j < qtk_eval_columns(r); j++) {
         qtk_eval_cell tot;
         size_t failed;
+        char label[300];
         qtk_eval_total(r, j, &tot, &failed);
-        metrics_row(f, r->specs[j], &tot);
+        metrics_row(f, cli_column_label(qtk_eval_column_at(r, j), label, sizeof label), &tot);
         if (failed) fprintf(f, "  %-36s (%zu tensor%s left out: the scheme does not fit them)\n", "", failed, failed > 1 ? "s" : "");
     }
 }
 
-void cli_eval_print(FILE *f, const char *path, const qtk__eval_result *r, bool summary) {
-    size_t el = 0;
-    for (size_t i = 0; i < r->n_rows; i++) el += r->rows[i].numel;
-    fprintf(f, "qtk eval: %s: %zu tensors, %zu elements, %zu scheme%s\n\n", path, r->n_rows, el, r->n_schemes,
-            r->n_schemes > 1 ? "s" : "");
+void cli_eval_print(FILE *f, const char *path, const qtk_eval_report *r, bool summary) {
+    size_t el = 0, rows = qtk_eval_rows(r), cols = qtk_eval_columns(r);
+    for (size_t i = 0; i < rows; i++) el += qtk_eval_row_at(r, i)->numel;
+    fprintf(f, "qtk eval: %s: %zu tensors, %zu elements, %zu scheme%s\n\n", path, rows, el, cols, cols > 1 ? "s" : "");
     if (!summary) {
-        char sb[128];
-        for (size_t i = 0; i < r->n_rows; i++) {
-            fprintf(f, "%s [%s] %s\n", r->rows[i].name, qtk_shape_format(r->rows[i].shape, r->rows[i].rank, sb, sizeof sb),
-                    r->rows[i].stored);
-            for (size_t j = 0; j < r->n_schemes; j++) metrics_row(f, r->specs[j], &r->cells[i * r->n_schemes + j]);
+        char sb[128], label[300];
+        for (size_t i = 0; i < rows; i++) {
+            const qtk_eval_row *w = qtk_eval_row_at(r, i);
+            fprintf(f, "%s [%s] %s\n", w->name, qtk_shape_format(w->shape, w->rank, sb, sizeof sb), w->stored);
+            for (size_t j = 0; j < cols; j++)
+                metrics_row(f, cli_column_label(qtk_eval_column_at(r, j), label, sizeof label), qtk_eval_cell_at(r, i, j));
         }
         fputc('\n', f);
     }
     print_totals(f, r);
 }
 
-static void json_cell(FILE *f, const char *spec, const qtk_eval_cell *c, size_t failed, bool total) {
+static void json_cell(FILE *f, const qtk_eval_column *col, const qtk_eval_cell *c, size_t failed, bool total) {
     qtk_eval_metrics m;
-    qtk_eval_cell_metrics(c, &m);
+    qtk_eval_metrics_of(c, &m);
     fputs("{\"scheme\": ", f);
-    cli_json_str(f, spec);
-    fprintf(f, ", \"ok\": %s", c->ok ? "true" : "false");
+    cli_json_str(f, col->spec);
+    fprintf(f, ", \"calibration\": \"%s\", \"ok\": %s", qtk_calibration_name(col->calibration), c->ok ? "true" : "false");
     if (total) fprintf(f, ", \"failed_tensors\": %zu, \"numel\": %zu", failed, c->numel);
     if (c->ok) {
         fprintf(f, ", \"bytes\": %zu, \"bits_per_element\": ", c->bytes);
@@ -92,17 +96,18 @@ static void json_cell(FILE *f, const char *spec, const qtk_eval_cell *c, size_t 
     fputc('}', f);
 }
 
-static void print_json(FILE *f, const char *path, const qtk__eval_result *r) {
+static void print_json(FILE *f, const char *path, const qtk_eval_report *r) {
+    size_t rows = qtk_eval_rows(r), cols = qtk_eval_columns(r);
     fputs("{\"file\": ", f);
     cli_json_str(f, path);
     fputs(", \"schemes\": [", f);
-    for (size_t j = 0; j < r->n_schemes; j++) {
+    for (size_t j = 0; j < cols; j++) {
         if (j) fputs(", ", f);
-        cli_json_str(f, r->specs[j]);
+        cli_json_str(f, qtk_eval_column_at(r, j)->spec);
     }
     fputs("],\n \"tensors\": [", f);
-    for (size_t i = 0; i < r->n_rows; i++) {
-        const qtk_eval_row *w = &r->rows[i];
+    for (size_t i = 0; i < rows; i++) {
+        const qtk_eval_row *w = qtk_eval_row_at(r, i);
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
         cli_json_str(f, w->name);
         fputs(", \"stored\": ", f);
@@ -110,35 +115,36 @@ static void print_json(FILE *f, const char *path, const qtk__eval_result *r) {
         fputs(", \"shape\": [", f);
         for (int k = 0; k < w->rank; k++) fprintf(f, k ? ", %zu" : "%zu", w->shape[k]);
         fprintf(f, "], \"numel\": %zu, \"results\": [", w->numel);
-        for (size_t j = 0; j < r->n_schemes; j++) {
+        for (size_t j = 0; j < cols; j++) {
             if (j) fputs(", ", f);
-            json_cell(f, r->specs[j], &r->cells[i * r->n_schemes + j], 0, false);
+            json_cell(f, qtk_eval_column_at(r, j), qtk_eval_cell_at(r, i, j), 0, false);
         }
         fputs("]}", f);
     }
     fputs("],\n \"totals\": [", f);
-    for (size_t j = 0; j < r->n_schemes; j++) {
+    for (size_t j = 0; j < cols; j++) {
         qtk_eval_cell tot;
         size_t failed;
         qtk_eval_total(r, j, &tot, &failed);
         fputs(j ? ",\n  " : "\n  ", f);
-        json_cell(f, r->specs[j], &tot, failed, true);
+        json_cell(f, qtk_eval_column_at(r, j), &tot, failed, true);
     }
     fputs("]}\n", f);
 }
 
 int cmd_eval(int argc, char **argv) {
     const char *cmd = "eval";
-    const char *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL, *plot = NULL;
-    const char **specs = NULL;
-    int n_specs = 0;
+    const char *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL, *plot = NULL, *layout_s = NULL;
+    const char **specs = NULL, **cals = NULL;
+    int n_specs = 0, n_cals = 0;
     bool json = false, summary = false, force = false;
     const cli_opt opts[] = {
         {"scheme", true, NULL, NULL, &specs, &n_specs}, {"only", true, &only, NULL, NULL, NULL},
         {"skip", true, &skip, NULL, NULL, NULL},        {"min-elements", true, &min_s, NULL, NULL, NULL},
         {"json", false, NULL, &json, NULL, NULL},       {"summary", false, NULL, &summary, NULL, NULL},
         {"plot", true, &plot, NULL, NULL, NULL},        {"force", false, NULL, &force, NULL, NULL},
-        {"threads", true, &threads_s, NULL, NULL, NULL},
+        {"threads", true, &threads_s, NULL, NULL, NULL}, {"calibration", true, NULL, NULL, &cals, &n_cals},
+        {"layout", true, &layout_s, NULL, NULL, NULL},
     };
     const char *pos[1];
     int npos;
@@ -146,58 +152,63 @@ int cmd_eval(int argc, char **argv) {
     int rc = cli_parse(cmd, argc, argv, opts, (int)(sizeof opts / sizeof opts[0]), pos, 1, &npos, &help);
     if (rc || help) {
         free(specs);
+        free(cals);
         if (help) fputs(usage, stdout);
         return rc;
     }
-    qtk__select sel;
-    qtk__select_init(&sel);
-    qtk_scheme *schemes = calloc(n_specs ? (size_t)n_specs : 1, sizeof *schemes);
-    long threads = 0, min_el = QTK__SELECT_MIN_NUMEL;
-    if (!schemes) rc = cli_fail(cmd, QTK_OK, "out of memory");
+    qtk_calibration *cal = calloc(n_cals ? (size_t)n_cals : 1, sizeof *cal);
+    long threads = 0, min_el = QTK_MIN_ELEMENTS_DEFAULT;
+    qtk_eval_options o = {.schemes = specs, .n_schemes = (size_t)n_specs, .calibrations = cal,
+                          .n_calibrations = (size_t)n_cals, .only = only, .skip = skip};
+    if (!cal) rc = cli_fail(cmd, QTK_E_NOMEM, "out of memory");
     else if (npos != 1) rc = cli_usage_error(cmd, "expected one FILE");
     else if (n_specs == 0) rc = cli_usage_error(cmd, "give at least one --scheme");
     else if (threads_s && !cli_parse_int(threads_s, 1, 4096, &threads))
         rc = cli_usage_error(cmd, "--threads '%s' is not 1..4096", threads_s);
     else if (min_s && !cli_parse_int(min_s, 0, 0x7fffffffL, &min_el))
         rc = cli_usage_error(cmd, "--min-elements '%s' is not a count", min_s);
-    for (int j = 0; !rc && j < n_specs; j++)
-        if (qtk_scheme_parse(specs[j], &schemes[j])) rc = cli_usage_error(cmd, "--scheme: %s", qtk_last_error());
-    if (!rc && only && qtk__select_only(&sel, only)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
-    if (!rc && skip && qtk__select_skip(&sel, skip)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
-    if (!rc && plot && !force) {
-        FILE *exists = fopen(plot, "rb");
-        if (exists) {
-            fclose(exists);
-            rc = cli_fail(cmd, QTK_OK, "'%s' exists; not overwriting it (use --force)", plot);
-        }
+    for (int j = 0; !rc && j < n_specs; j++) {
+        qtk_scheme s;
+        if (qtk_scheme_parse(specs[j], &s)) rc = cli_usage_error(cmd, "--scheme: %s", qtk_last_error());
     }
+    for (int j = 0; !rc && j < n_cals; j++)
+        if (qtk_calibration_parse(cals[j], &cal[j])) rc = cli_usage_error(cmd, "--calibration: %s", qtk_last_error());
+    if (!rc && layout_s && cli_parse_layout(cmd, layout_s, true, &o.input_layout)) rc = CLI_USAGE;
+    /* the selection's regexes, as convert checks them */
+    qtk_convert_options check = {.only = only, .skip = skip};
+    if (!rc && qtk_convert_check(&check)) rc = cli_usage_error(cmd, "%s", qtk_last_error());
+    if (!rc && plot && cli_check_target(plot, force)) rc = cli_fail(cmd, QTK_E_IO, "cannot write the chart");
     if (rc) {
-        qtk__select_free(&sel);
-        free(schemes);
+        free(cal);
+        free(cals);
         free(specs);
         return rc;
     }
-    sel.min_numel = (size_t)min_el;
+    o.min_elements = min_el ? (size_t)min_el : 1; /* 0 on the command line: every size */
+    o.threads = (int)threads;
     if (threads) qtk_set_threads((int)threads);
     cli_progress bar;
     cli_progress_init(&bar, "eval");
-    qtk__eval_result r;
-    qtk_status st = qtk__eval_file(pos[0], &sel, schemes, specs, (size_t)n_specs, (int)threads, cli_progress_update, &bar, &r);
+    o.progress = cli_progress_update;
+    o.ctx = &bar;
+    o.cancel = cli_cancel_flag();
+    qtk_eval_report *r = NULL;
+    qtk_status st = qtk_ckpt_eval(pos[0], &o, &r);
     cli_progress_end(&bar);
     if (st) {
         rc = cli_fail(cmd, st, "'%s'", pos[0]);
     } else {
-        if (json) print_json(stdout, pos[0], &r);
-        else cli_eval_print(stdout, pos[0], &r, summary);
+        if (json) print_json(stdout, pos[0], r);
+        else cli_eval_print(stdout, pos[0], r, summary);
         if (plot) {
-            st = cli_eval_svg(&r, plot, force);
+            st = cli_eval_svg(r, plot, force);
             if (st) rc = cli_fail(cmd, st, "cannot write the chart");
             else if (!json) printf("\nchart: %s\n", plot);
         }
-        qtk__eval_result_free(&r);
+        qtk_eval_report_free(r);
     }
-    qtk__select_free(&sel);
-    free(schemes);
+    free(cal);
+    free(cals);
     free(specs);
     return rc;
 }

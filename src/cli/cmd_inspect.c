@@ -1,9 +1,6 @@
 /* cmd_inspect.c — qtk inspect: what a checkpoint holds. */
 #include "cli.h"
 
-#include "io/checkpoint.h"
-#include "hub/hub.h"
-
 #include <stdlib.h>
 #include <string.h>
 
@@ -28,16 +25,10 @@ static const char usage[] =
     "  --json      the same as one JSON object on stdout\n"
     "  --layout L  read in layout L instead of detecting it; 'none' lists the stored tensors\n";
 
-static const char *type_of(const qtk_ckpt_tensor *t, char *buf, size_t cap) {
-    if (!t->quantized) return qtk_elem_name(t->elem);
-    const char *p = qtk_scheme_preset_name(&t->scheme);
-    if (p) return p;
-    if (qtk_scheme_format(&t->scheme, buf, cap, NULL) != QTK_OK) snprintf(buf, cap, "?");
-    return buf;
-}
+static const char *type_of(const qtk_ckpt_tensor *t, char *buf, size_t cap) { return qtk_ckpt_type_string(t, buf, cap); }
 
 static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
-    const qtk__desc *d = qtk__ckpt_desc(c);
+    size_t n_tensors = qtk_ckpt_count(c), n_meta = qtk_ckpt_meta_count(c), n_scalars = qtk_ckpt_scalar_count(c);
     qtk_ckpt_facts fx;
     qtk_ckpt_facts_of(c, &fx);
     char buf[256];
@@ -70,8 +61,8 @@ static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
         fputc('}', f);
     }
     fputs("], \"tensors\": [", f);
-    for (size_t i = 0; i < d->n_tensors; i++) {
-        const qtk_ckpt_tensor *t = &d->tensors[i];
+    for (size_t i = 0; i < n_tensors; i++) {
+        const qtk_ckpt_tensor *t = qtk_ckpt_tensor_at(c, i);
         fputs(i ? ",\n  {\"name\": " : "\n  {\"name\": ", f);
         cli_json_str(f, t->name);
         fprintf(f, ", \"quantized\": %s, \"dtype\": ", t->quantized ? "true" : "false");
@@ -94,15 +85,17 @@ static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
         fputc('}', f);
     }
     fputs("],\n \"metadata\": {", f);
-    for (size_t i = 0; i < d->n_meta; i++) {
+    for (size_t i = 0; i < n_meta; i++) {
         if (i) fputs(", ", f);
-        cli_json_str(f, d->meta[i].key);
+        const char *k, *v;
+        qtk_ckpt_meta_at(c, i, &k, &v);
+        cli_json_str(f, k);
         fputs(": ", f);
-        cli_json_str(f, d->meta[i].value);
+        cli_json_str(f, v);
     }
     fputs("},\n \"scalars\": {", f);
-    for (size_t i = 0; i < d->n_scalars; i++) {
-        const qtk_ckpt_scalar *s = &d->scalars[i];
+    for (size_t i = 0; i < n_scalars; i++) {
+        const qtk_ckpt_scalar *s = qtk_ckpt_scalar_at(c, i);
         if (i) fputs(", ", f);
         cli_json_str(f, s->name);
         switch (s->kind) {
@@ -116,7 +109,7 @@ static void print_json(FILE *f, qtk_ckpt *c, const char *path) {
 }
 
 static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
-    const qtk__desc *d = qtk__ckpt_desc(c);
+    size_t n_tensors = qtk_ckpt_count(c), n_meta = qtk_ckpt_meta_count(c), n_scalars = qtk_ckpt_scalar_count(c);
     qtk_ckpt_facts fx;
     qtk_ckpt_facts_of(c, &fx);
     char tb[256], sb[128], hb[32];
@@ -136,19 +129,20 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
     }
     fputc('\n', f);
     int nw = 4, tw = 5, fw = 0; /* fw: the file's own type column (GGUF's ggml types) */
-    for (size_t i = 0; i < d->n_tensors; i++) {
-        int n = (int)strlen(d->tensors[i].name), k = (int)strlen(type_of(&d->tensors[i], tb, sizeof tb));
+    for (size_t i = 0; i < n_tensors; i++) {
+        const qtk_ckpt_tensor *t = qtk_ckpt_tensor_at(c, i);
+        int n = (int)strlen(t->name), k = (int)strlen(type_of(t, tb, sizeof tb));
         if (n > nw) nw = n > 60 ? 60 : n;
         if (k > tw) tw = k > 48 ? 48 : k;
-        if (d->tensors[i].file_type && (int)strlen(d->tensors[i].file_type) > fw) fw = (int)strlen(d->tensors[i].file_type);
+        if (t->file_type && (int)strlen(t->file_type) > fw) fw = (int)strlen(t->file_type);
     }
     if (fw) fw = fw < 4 ? 4 : fw;
     fprintf(f, "%-*s  ", nw, "name");
     if (fw) fprintf(f, "%-*s  ", fw, "ggml");
     fprintf(f, "%-*s  %-14s %12s %8s %12s\n", tw, fw ? "qtk" : "dtype", "shape", "bytes", "bits/el", "offset");
     size_t nq = 0, bq = 0, br = 0, el = 0;
-    for (size_t i = 0; i < d->n_tensors; i++) {
-        const qtk_ckpt_tensor *t = &d->tensors[i];
+    for (size_t i = 0; i < n_tensors; i++) {
+        const qtk_ckpt_tensor *t = qtk_ckpt_tensor_at(c, i);
         size_t bytes = t->file_type ? t->file_bytes : t->nbytes; /* what the file holds */
         double bpe = t->numel ? (double)bytes * 8.0 / (double)t->numel : 0.0;
         char off[48];
@@ -162,16 +156,17 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
         else br += bytes;
         el += t->numel;
     }
-    fprintf(f, "\n%zu tensors, %zu elements: %zu quantized (%zu bytes), %zu unquantized (%zu bytes)", d->n_tensors, el, nq, bq,
-            d->n_tensors - nq, br);
+    fprintf(f, "\n%zu tensors, %zu elements: %zu quantized (%zu bytes), %zu unquantized (%zu bytes)", n_tensors, el, nq, bq,
+            n_tensors - nq, br);
     if (el) fprintf(f, "; %.3f bits per element overall", (double)(bq + br) * 8.0 / (double)el);
     fputc('\n', f);
-    if (d->n_meta == 0) fprintf(f, "metadata  (none)\n");
-    for (size_t i = 0; i < d->n_meta; i++) {
+    if (n_meta == 0) fprintf(f, "metadata  (none)\n");
+    for (size_t i = 0; i < n_meta; i++) {
         /* a GGUF tokenizer's arrays run to megabytes: show their start */
-        const char *v = d->meta[i].value;
+        const char *key, *v;
+        qtk_ckpt_meta_at(c, i, &key, &v);
         size_t n = strlen(v);
-        fprintf(f, "%s %s = ", i ? "         " : "metadata ", d->meta[i].key);
+        fprintf(f, "%s %s = ", i ? "         " : "metadata ", key);
         if (n <= 160) fprintf(f, "%s\n", v);
         else {
             size_t k = 120;
@@ -179,8 +174,8 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
             fprintf(f, "%.*s... (%zu bytes)\n", (int)k, v, n);
         }
     }
-    for (size_t i = 0; i < d->n_scalars; i++) {
-        const qtk_ckpt_scalar *s = &d->scalars[i];
+    for (size_t i = 0; i < n_scalars; i++) {
+        const qtk_ckpt_scalar *s = qtk_ckpt_scalar_at(c, i);
         fprintf(f, "%s %s = ", i ? "         " : "scalars  ", s->name);
         switch (s->kind) {
         case QTK_SCALAR_INT: fprintf(f, "Int %lld\n", (long long)s->i); break;
@@ -201,12 +196,10 @@ static void print_text(FILE *f, qtk_ckpt *c, const char *path) {
 int cli_inspect_print(FILE *f, const char *path, bool json) { return cli_inspect_print_as(f, path, json, NULL); }
 
 int cli_inspect_print_as(FILE *f, const char *path, bool json, const char *layout_s) {
-    qtk_hub_layout layout = QTK_LAYOUT_AUTO;
-    if (layout_s && qtk_hub_layout_parse(layout_s, &layout))
-        return cli_usage_error("inspect", "--layout '%s' is not one of none, qtk, gpt-oss, modelopt, compressed-tensors, "
-                               "deepseek, bnb", layout_s);
+    qtk_open_options oo = {.layout = QTK_LAYOUT_AUTO};
+    if (layout_s && cli_parse_layout("inspect", layout_s, true, &oo.layout)) return CLI_USAGE;
     qtk_ckpt *c = NULL;
-    qtk_status st = qtk__hub_open(path, layout, &c);
+    qtk_status st = qtk_ckpt_open(path, &oo, &c);
     if (st) return cli_fail("inspect", st, "cannot read the checkpoint");
     if (json) print_json(f, c, path);
     else print_text(f, c, path);

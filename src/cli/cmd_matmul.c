@@ -1,7 +1,6 @@
 /* cmd_matmul.c — qtk matmul: y = x · Wᵀ (+ bias) with W quantized under a scheme. */
 #include "cli.h"
 
-#include "io/fileio.h"
 #include "npy.h"
 #include "qtk_matmul.h"
 
@@ -10,7 +9,7 @@
 
 static const char usage[] =
     "usage: qtk matmul --scheme SPEC [--layout nk|kn] [--precision exact|fast] [--bias B.npy]\n"
-    "                  [--calibration minmax|absmean] [--threads N] W.npy X.npy Y.npy\n"
+    "                  [--calibration minmax|absmean] [--threads N] [--force] W.npy X.npy Y.npy\n"
     "       qtk matmul --scheme SPEC --weights-bin W.bin --shape D0xD1 [--layout nk|kn] [...] X.npy Y.npy\n"
     "\n"
     "Multiplies activations by a quantized weight matrix: Y = X · Wᵀ + B.\n"
@@ -31,6 +30,7 @@ static const char usage[] =
     "  --bias B.npy        N f32 values added to every row of Y\n"
     "  --calibration C     how W.npy is quantized: minmax (default) or absmean (BitNet b1.58)\n"
     "  --threads N         worker threads (default: all cores)\n"
+    "  --force             replace Y.npy if it exists\n"
     "\n"
     "On any error nothing is written and the exit status is non-zero.\n";
 
@@ -38,7 +38,9 @@ int cmd_matmul(int argc, char **argv) {
     const char *cmd = "matmul";
     const char *spec = NULL, *layout_s = NULL, *prec_s = NULL, *bias_path = NULL, *calib = NULL, *threads_s = NULL,
                *wbin = NULL, *shape_s = NULL;
+    bool force = false;
     const cli_opt opts[] = {
+        {"force", false, NULL, &force, NULL, NULL},
         {"scheme", true, &spec, NULL, NULL, NULL},          {"layout", true, &layout_s, NULL, NULL, NULL},
         {"precision", true, &prec_s, NULL, NULL, NULL},     {"bias", true, &bias_path, NULL, NULL, NULL},
         {"calibration", true, &calib, NULL, NULL, NULL},    {"threads", true, &threads_s, NULL, NULL, NULL},
@@ -95,13 +97,14 @@ int cmd_matmul(int argc, char **argv) {
     if (st) return cli_fail(cmd, st, "--scheme");
 
     const char *xpath = pos[wbin ? 0 : 1], *ypath = pos[wbin ? 1 : 2];
+    if (cli_check_target(ypath, force)) return cli_fail(cmd, QTK_E_IO, "cannot write the output");
     cli_npy wn = {0}, xn = {0}, bn = {0};
     uint8_t *wb = NULL;
     float *y = NULL;
     qtk_tensor *t = NULL;
     if (wbin) {
         size_t len = 0;
-        st = qtk__io_read_file(wbin, &wb, &len);
+        st = cli_read_file(wbin, &wb, &len);
         if (st) {
             rc = cli_fail(cmd, st, "cannot read --weights-bin");
             goto done;
@@ -174,11 +177,11 @@ int cmd_matmul(int argc, char **argv) {
     }
     size_t yshape[2] = {M, N};
     /* the contract: Y is [M, N], M = 1 for a one-row X given as [K] */
-    st = cli_npy_write(ypath, y, QTK_DTYPE_F32, yshape, 2, 1);
+    st = cli_npy_write(ypath, y, QTK_DTYPE_F32, yshape, 2, force);
     if (st) rc = cli_fail(cmd, st, "cannot write the output");
 done:
     qtk_tensor_free(t);
-    qtk__io_free(wb);
+    free(wb);
     free(y);
     cli_npy_free(&wn);
     cli_npy_free(&xn);

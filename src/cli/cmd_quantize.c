@@ -1,7 +1,6 @@
 /* cmd_quantize.c — qtk quantize: an f32 .npy array to the bytes of SPEC §5. */
 #include "cli.h"
 
-#include "io/fileio.h"
 #include "npy.h"
 
 #include <stdlib.h>
@@ -9,7 +8,7 @@
 
 static const char usage[] =
     "usage: qtk quantize --scheme SPEC [--calibration minmax|absmean]\n"
-    "                    [--scales S.npy [--global G]] [--threads N] IN.npy OUT.bin\n"
+    "                    [--scales S.npy [--global G]] [--threads N] [--force] IN.npy OUT.bin\n"
     "\n"
     "Quantizes the array in IN.npy (float32, float16 or float64, C order) under SPEC and writes\n"
     "the quantized tensor's bytes to OUT.bin in Burn's layout:\n"
@@ -22,6 +21,7 @@ static const char usage[] =
     "                         row-major over the block grid (shaped as the grid, or flat)\n"
     "  --global G             the two-level global scale that goes with --scales\n"
     "  --threads N            worker threads (default: all cores)\n"
+    "  --force                replace OUT.bin if it exists\n"
     "\n"
     "The shape of the tensor is the array's shape; dequantize needs it again (--shape).\n"
     "On any error nothing is written and the exit status is non-zero.\n";
@@ -29,10 +29,11 @@ static const char usage[] =
 int cmd_quantize(int argc, char **argv) {
     const char *cmd = "quantize";
     const char *spec = NULL, *calib = NULL, *scales_path = NULL, *global_s = NULL, *threads_s = NULL;
+    bool force = false;
     const cli_opt opts[] = {
         {"scheme", true, &spec, NULL, NULL, NULL},       {"calibration", true, &calib, NULL, NULL, NULL},
         {"scales", true, &scales_path, NULL, NULL, NULL}, {"global", true, &global_s, NULL, NULL, NULL},
-        {"threads", true, &threads_s, NULL, NULL, NULL},
+        {"threads", true, &threads_s, NULL, NULL, NULL},  {"force", false, NULL, &force, NULL, NULL},
     };
     const char *pos[2];
     int npos;
@@ -67,6 +68,7 @@ int cmd_quantize(int argc, char **argv) {
     qtk_scheme s;
     qtk_status st = qtk_scheme_parse(spec, &s);
     if (st) return cli_fail(cmd, st, "--scheme");
+    if ((st = cli_check_target(pos[1], force))) return cli_fail(cmd, st, "cannot write the output");
 
     cli_npy in = {0}, sc = {0};
     uint8_t *out = NULL;
@@ -111,7 +113,7 @@ int cmd_quantize(int argc, char **argv) {
         rc = cli_fail(cmd, st, "cannot quantize '%s'", pos[0]);
         goto done;
     }
-    st = qtk__io_write_file(pos[1], out, L.total_bytes, 1);
+    st = qtk_file_write_atomic(pos[1], out, L.total_bytes, force);
     if (st) rc = cli_fail(cmd, st, "cannot write the output");
 done:
     free(out);

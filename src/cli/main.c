@@ -45,7 +45,12 @@ int main(int argc, char **argv) {
         return CLI_OK;
     }
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
-        if (strcmp(c, commands[i].name) == 0) return commands[i].run(argc - 1, argv + 1);
+        if (strcmp(c, commands[i].name) == 0) {
+            cli_signals_install();
+            int rc = commands[i].run(argc - 1, argv + 1);
+            cli_signals_finish(); /* a command cancelled by a signal exits by it */
+            return rc;
+        }
     fprintf(stderr, "qtk: unknown command '%s'\n", c);
     usage(stderr);
     return CLI_USAGE;

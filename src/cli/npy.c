@@ -1,12 +1,13 @@
 /* npy.c — the NumPy .npy format (versions 1.0, 2.0 and 3.0). */
 #include "npy.h"
 
-#include "common/internal.h"
-#include "numfmt/scalar.h"
-#include "io/fileio.h"
+#include "files.h"
 
 #include <ctype.h>
+#include <float.h>
+#include <math.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 
 static const char npy_magic[6] = {'\x93', 'N', 'U', 'M', 'P', 'Y'};
@@ -49,25 +50,25 @@ static bool parse_str(cursor *c, char *out, size_t cap) {
     return true;
 }
 
-static qtk_status hdr_err(const char *what) { return qtk__err(QTK_E_FORMAT, "malformed .npy header: %s", what); }
+static qtk_status hdr_err(const char *what) { return qtk_set_error(QTK_E_FORMAT, "malformed .npy header: %s", what); }
 
 qtk_status cli_npy_parse(const uint8_t *buf, size_t len, cli_npy *out) {
     memset(out, 0, sizeof *out);
     if (len < 10 || memcmp(buf, npy_magic, 6) != 0)
-        return qtk__err(QTK_E_FORMAT, "not a .npy file (no \\x93NUMPY magic)");
+        return qtk_set_error(QTK_E_FORMAT, "not a .npy file (no \\x93NUMPY magic)");
     unsigned major = buf[6];
     size_t hlen, hstart;
     if (major == 1) {
-        hlen = qtk__ld16(buf + 8);
+        hlen = cli_ld16(buf + 8);
         hstart = 10;
     } else if (major == 2 || major == 3) {
-        if (len < 12) return qtk__err(QTK_E_FORMAT, ".npy file truncated in its preamble");
-        hlen = qtk__ld32(buf + 8);
+        if (len < 12) return qtk_set_error(QTK_E_FORMAT, ".npy file truncated in its preamble");
+        hlen = cli_ld32(buf + 8);
         hstart = 12;
     } else {
-        return qtk__err(QTK_E_FORMAT, ".npy version %u.%u is not supported (1.0, 2.0, 3.0 are)", major, buf[7]);
+        return qtk_set_error(QTK_E_FORMAT, ".npy version %u.%u is not supported (1.0, 2.0, 3.0 are)", major, buf[7]);
     }
-    if (hlen > len - hstart) return qtk__err(QTK_E_FORMAT, ".npy header (%zu bytes) runs past the end of the file", hlen);
+    if (hlen > len - hstart) return qtk_set_error(QTK_E_FORMAT, ".npy header (%zu bytes) runs past the end of the file", hlen);
     cursor c = {(const char *)buf + hstart, (const char *)buf + hstart + hlen};
     bool have_descr = false, have_fortran = false, have_shape = false, fortran = false;
     if (!eat(&c, '{')) return hdr_err("it does not start with '{'");
@@ -105,7 +106,7 @@ qtk_status cli_npy_parse(const uint8_t *buf, size_t len, cli_npy *out) {
                 }
                 if (c.p < c.end && (*c.p == 'L' || *c.p == 'l')) c.p++; /* Python 2 longs */
                 if (r == QTK_MAX_RANK)
-                    return qtk__err(QTK_E_SHAPE, ".npy array has more than %d dimensions", QTK_MAX_RANK);
+                    return qtk_set_error(QTK_E_SHAPE, ".npy array has more than %d dimensions", QTK_MAX_RANK);
                 out->shape[r++] = v;
                 if (!eat(&c, ',')) {
                     if (!eat(&c, ')')) return hdr_err("expected ',' or ')' in 'shape'");
@@ -115,7 +116,7 @@ qtk_status cli_npy_parse(const uint8_t *buf, size_t len, cli_npy *out) {
             out->rank = r;
             have_shape = true;
         } else {
-            return qtk__err(QTK_E_FORMAT, "malformed .npy header: unknown key '%s'", key);
+            return qtk_set_error(QTK_E_FORMAT, "malformed .npy header: unknown key '%s'", key);
         }
         if (!eat(&c, ',')) {
             if (!eat(&c, '}')) return hdr_err("expected ',' or '}'");
@@ -123,39 +124,51 @@ qtk_status cli_npy_parse(const uint8_t *buf, size_t len, cli_npy *out) {
         }
     }
     if (!have_descr || !have_fortran || !have_shape) return hdr_err("it lacks 'descr', 'fortran_order' or 'shape'");
-    if (fortran && out->rank > 1)
-        return qtk__err(QTK_E_UNSUPPORTED, ".npy array is in Fortran (column-major) order; save it C-contiguous "
-                                           "(numpy.ascontiguousarray) first");
     char order = out->descr[0], kind = out->descr[1];
     unsigned size = (unsigned)atoi(out->descr + 2);
     bool swap = order == '>';
     if (!(order == '<' || order == '>' || order == '=' || order == '|') || kind != 'f' ||
         !(size == 2 || size == 4 || size == 8) || strlen(out->descr) != 3)
-        return qtk__err(QTK_E_UNSUPPORTED, ".npy dtype '%s' is not supported; use float32 (<f4), float16 (<f2) or float64 (<f8)",
+        return qtk_set_error(QTK_E_UNSUPPORTED, ".npy dtype '%s' is not supported; use float32 (<f4), float16 (<f2) or float64 (<f8)",
                         out->descr);
     size_t numel = 1;
     for (int i = 0; i < out->rank; i++)
-        if (!qtk__mul_ok(numel, out->shape[i], &numel)) return qtk__err(QTK_E_SHAPE, ".npy shape overflows");
-    size_t nbytes, dstart = hstart + hlen;
-    if (!qtk__mul_ok(numel, size, &nbytes) || len - dstart != nbytes)
-        return qtk__err(QTK_E_LENGTH, ".npy data is %zu bytes; shape and dtype '%s' need %zu", len - dstart, out->descr,
+        if (out->shape[i] && numel > SIZE_MAX / out->shape[i]) return qtk_set_error(QTK_E_SHAPE, ".npy shape overflows");
+        else numel *= out->shape[i];
+    size_t nbytes = numel * size, dstart = hstart + hlen;
+    if (numel > SIZE_MAX / size || len - dstart != nbytes)
+        return qtk_set_error(QTK_E_LENGTH, ".npy data is %zu bytes; shape and dtype '%s' need %zu", len - dstart, out->descr,
                         numel * size);
     out->numel = numel;
     out->data = malloc(numel ? numel * sizeof(float) : 1);
-    if (!out->data) return qtk__err(QTK_E_NOMEM, "out of memory for %zu values", numel);
+    if (!out->data) return qtk_set_error(QTK_E_NOMEM, "out of memory for %zu values", numel);
     const uint8_t *d = buf + dstart;
+    /* Fortran (column-major) order: element i of the row-major result is element src of the
+     * file, found by walking i's coordinates with column-major strides */
+    size_t cstride[QTK_MAX_RANK], coord[QTK_MAX_RANK] = {0}, src = 0;
+    size_t acc = 1;
+    for (int k = 0; k < out->rank; k++) cstride[k] = acc, acc *= out->shape[k];
     for (size_t i = 0; i < numel; i++) {
         uint8_t b[8];
-        for (unsigned k = 0; k < size; k++) b[k] = swap ? d[i * size + size - 1 - k] : d[i * size + k];
+        size_t at = fortran ? src : i;
+        for (unsigned k = 0; k < size; k++) b[k] = swap ? d[at * size + size - 1 - k] : d[at * size + k];
+        if (fortran) /* next row-major coordinate: the last dimension moves fastest */
+            for (int k = out->rank - 1; k >= 0; k--) {
+                src += cstride[k];
+                if (++coord[k] < out->shape[k]) break;
+                src -= cstride[k] * out->shape[k];
+                coord[k] = 0;
+            }
         if (size == 2) {
-            out->data[i] = qtk__f16_to_f32(qtk__ld16(b));
+            out->data[i] = qtk_fmt_decode(QTK_DTYPE_F16, cli_ld16(b));
         } else if (size == 4) {
-            out->data[i] = qtk__bits_f32(qtk__ld32(b));
+            out->data[i] = cli_f32_of(cli_ld32(b));
         } else {
-            uint64_t u = (uint64_t)qtk__ld32(b) | ((uint64_t)qtk__ld32(b + 4) << 32);
+            uint64_t u = (uint64_t)cli_ld32(b) | ((uint64_t)cli_ld32(b + 4) << 32);
             double v;
             memcpy(&v, &u, 8);
-            out->data[i] = (float)v;
+            /* beyond f32's range becomes inf (which quantizing refuses), as IEEE rounding does */
+            out->data[i] = v > FLT_MAX ? INFINITY : v < -FLT_MAX ? -INFINITY : (float)v;
         }
     }
     return QTK_OK;
@@ -165,11 +178,11 @@ qtk_status cli_npy_read(const char *path, cli_npy *out) {
     uint8_t *buf;
     size_t len;
     memset(out, 0, sizeof *out);
-    qtk_status st = qtk__io_read_file(path, &buf, &len);
+    qtk_status st = cli_read_file(path, &buf, &len);
     if (st) return st;
     st = cli_npy_parse(buf, len, out);
-    qtk__io_free(buf);
-    if (st) return qtk__err_context(st, "%s", path);
+    free(buf);
+    if (st) return qtk_error_context(st, "%s", path);
     return QTK_OK;
 }
 
@@ -181,7 +194,7 @@ qtk_status cli_npy_build(const void *data, qtk_dtype dtype, const size_t *shape,
     case QTK_DTYPE_F32: descr = "<f4"; esize = 4; break;
     case QTK_DTYPE_F16: descr = "<f2"; esize = 2; break;
     case QTK_DTYPE_BF16: descr = "<u2"; esize = 2; break;
-    default: return qtk__err(QTK_E_ARG, "cannot write dtype '%s' to .npy", qtk_dtype_name(dtype));
+    default: return qtk_set_error(QTK_E_ARG, "cannot write dtype '%s' to .npy", qtk_dtype_name(dtype));
     }
     char hdr[512];
     int n = snprintf(hdr, sizeof hdr, "{'descr': '%s', 'fortran_order': False, 'shape': (", descr);
@@ -197,11 +210,11 @@ qtk_status cli_npy_build(const void *data, qtk_dtype dtype, const size_t *shape,
     size_t hlen = (size_t)n + pad + 1;
     size_t dbytes = numel * esize;
     uint8_t *b = malloc(10 + hlen + dbytes);
-    if (!b) return qtk__err(QTK_E_NOMEM, "out of memory for a %zu-byte .npy", 10 + hlen + dbytes);
+    if (!b) return qtk_set_error(QTK_E_NOMEM, "out of memory for a %zu-byte .npy", 10 + hlen + dbytes);
     memcpy(b, npy_magic, 6);
     b[6] = 1;
     b[7] = 0;
-    qtk__st16(b + 8, (uint16_t)hlen);
+    cli_st16(b + 8, (uint16_t)hlen);
     memcpy(b + 10, hdr, (size_t)n);
     memset(b + 10 + n, ' ', pad);
     b[10 + hlen - 1] = '\n';
@@ -217,7 +230,7 @@ qtk_status cli_npy_write(const char *path, const void *data, qtk_dtype dtype, co
     size_t n;
     qtk_status st = cli_npy_build(data, dtype, shape, rank, &b, &n);
     if (st) return st;
-    st = qtk__io_write_file(path, b, n, force);
+    st = qtk_file_write_atomic(path, b, n, force);
     free(b);
     return st;
 }

@@ -30,11 +30,11 @@ const char *cli_bytes(double b, char *buf, size_t cap) {
     return buf;
 }
 
-void cli_progress_update(void *ctx, const qtk_progress *pi) {
+int cli_progress_update(void *ctx, const qtk_progress *pi) {
     cli_progress *p = ctx;
-    if (!p || !p->on) return;
+    if (!p || !p->on) return 0;
     double t = now_s();
-    if (pi->done < pi->total && t - p->last < 0.1) return; /* at most ten redraws a second */
+    if (pi->done < pi->total && t - p->last < 0.1) return 0; /* at most ten redraws a second */
     p->last = t;
     double el = t - p->t0, frac = pi->bytes_total ? (double)pi->bytes_done / (double)pi->bytes_total
                                                   : (pi->total ? (double)pi->done / (double)pi->total : 1.0);
@@ -48,6 +48,13 @@ void cli_progress_update(void *ctx, const qtk_progress *pi) {
             cli_bytes((double)pi->bytes_done, a, sizeof a), cli_bytes((double)pi->bytes_total, b, sizeof b),
             cli_bytes(rate, r, sizeof r), (int)(eta / 60), (int)fmod(eta, 60.0));
     p->drawn = true;
+    return 0;
+}
+
+const char *cli_column_label(const qtk_eval_column *c, char *buf, size_t cap) {
+    if (c->calibration == QTK_CALIB_MINMAX) snprintf(buf, cap, "%s", c->spec);
+    else snprintf(buf, cap, "%s [%s]", c->spec, qtk_calibration_name(c->calibration));
+    return buf;
 }
 
 void cli_progress_end(cli_progress *p) {

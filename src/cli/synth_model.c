@@ -1,8 +1,7 @@
 /* synth_model.c — see synth_model.h. */
 #include "synth_model.h"
 
-#include "common/internal.h"
-#include "numfmt/scalar.h"
+#include "files.h"
 #include "synth.h"
 
 #include <math.h>
@@ -20,24 +19,33 @@ typedef struct {
     kind k;
     float std;
     uint64_t seed;
+    size_t rows, cols, numel;
 } recipe;
 
-static qtk_status add(qtk__desc *d, recipe *r, const cli_synth_config *c, const char *name, kind k, size_t rows,
-                      size_t cols, float std) {
+typedef struct {
+    qtk_writer *w;
+    recipe *r;
+    size_t n;
+} model;
+
+static qtk_status add(model *m, const cli_synth_config *c, const char *name, kind k, size_t rows, size_t cols,
+                      float std) {
     size_t shape[2] = {rows, cols};
-    qtk_status st = qtk__desc_add_raw(d, name, c->elem, shape, k == KIND_MATRIX ? 2 : 1, NULL);
+    int rank = k == KIND_MATRIX ? 2 : 1;
+    qtk_status st = qtk_writer_add_raw(m->w, name, c->elem, shape, rank, NULL);
     if (st) return st;
+    m->n++;
     /* each tensor has its own seed, so a tensor's values do not depend on its neighbours */
-    r[d->n_tensors - 1] = (recipe){k, std, c->seed * 1000003u + d->n_tensors};
+    m->r[m->n - 1] = (recipe){k, std, c->seed * 1000003u + m->n, rows, cols, rank == 2 ? rows * cols : rows};
     return QTK_OK;
 }
 
-static qtk_status describe(const cli_synth_config *c, qtk__desc *d, recipe *r) {
+static qtk_status describe(const cli_synth_config *c, model *d) {
     char nm[128];
     size_t h = c->hidden;
     /* init scales in the usual range: ~1/sqrt(fan-in), a little wider for embeddings */
     float wstd = (float)(1.0 / sqrt((double)h)), dstd = (float)(1.0 / sqrt((double)c->ffn));
-    qtk_status st = add(d, r, c, "model.embed_tokens.weight", KIND_MATRIX, c->vocab, h, 0.02f);
+    qtk_status st = add(d, c, "model.embed_tokens.weight", KIND_MATRIX, c->vocab, h, 0.02f);
     for (size_t l = 0; l < c->layers && !st; l++) {
         const struct {
             const char *part;
@@ -60,69 +68,67 @@ static qtk_status describe(const cli_synth_config *c, qtk__desc *d, recipe *r) {
         };
         for (size_t p = 0; p < sizeof parts / sizeof parts[0] && !st; p++) {
             snprintf(nm, sizeof nm, "model.layers.%zu.%s", l, parts[p].part);
-            st = add(d, r, c, nm, parts[p].k, parts[p].rows, parts[p].cols, parts[p].std);
+            st = add(d, c, nm, parts[p].k, parts[p].rows, parts[p].cols, parts[p].std);
         }
     }
-    if (!st) st = add(d, r, c, "model.norm.weight", KIND_NORM, h, 0, 0.05f);
-    if (!st) st = add(d, r, c, "lm_head.weight", KIND_MATRIX, c->vocab, h, wstd);
+    if (!st) st = add(d, c, "model.norm.weight", KIND_NORM, h, 0, 0.05f);
+    if (!st) st = add(d, c, "lm_head.weight", KIND_MATRIX, c->vocab, h, wstd);
     return st;
 }
 
-static void fill(const recipe *r, const qtk_ckpt_tensor *t, float *x) {
+static void fill(const recipe *r, float *x) {
     if (r->k == KIND_MATRIX) {
         /* every 97th input channel is an outlier channel, 8-20x the bulk */
-        cli_synth_weights(x, t->shape[0], t->shape[1], r->std, 97, r->seed);
+        cli_synth_weights(x, r->rows, r->cols, r->std, 97, r->seed);
         return;
     }
     cli_rng g = {r->seed};
-    for (size_t i = 0; i < t->numel; i++) {
+    for (size_t i = 0; i < r->numel; i++) {
         double v = cli_rng_normal(&g) * r->std;
         x[i] = (float)(r->k == KIND_NORM ? 1.0 + v : v);
     }
 }
 
-static void encode(qtk_elem e, const float *x, size_t n, uint8_t *out) {
-    for (size_t i = 0; i < n; i++) {
-        if (e == QTK_ELEM_F32) qtk__st32(out + 4 * i, qtk__f32_bits(x[i]));
-        else if (e == QTK_ELEM_F16) qtk__st16(out + 2 * i, qtk__f32_to_f16(x[i]));
-        else qtk__st16(out + 2 * i, qtk__f32_to_bf16(x[i]));
+/* f32 values as the checkpoint's element type; *len gets the byte count */
+static void encode(qtk_elem e, const float *x, size_t n, uint8_t *out, size_t *len) {
+    if (e == QTK_ELEM_F32) {
+        memcpy(out, x, n * 4); /* little-endian, as every supported target is */
+        *len = n * 4;
+        return;
     }
+    qtk_dtype dt = e == QTK_ELEM_F16 ? QTK_DTYPE_F16 : QTK_DTYPE_BF16;
+    for (size_t i = 0; i < n; i++) cli_st16(out + 2 * i, (uint16_t)qtk_fmt_encode(dt, x[i]));
+    *len = n * 2;
 }
 
 qtk_status cli_synth_checkpoint(const char *path, qtk_ckpt_format fmt, const cli_synth_config *c, int force) {
     if (c->elem != QTK_ELEM_F32 && c->elem != QTK_ELEM_F16 && c->elem != QTK_ELEM_BF16)
-        return qtk__err(QTK_E_ARG, "synthetic weights are F32, F16 or BF16, not %s", qtk_elem_name(c->elem));
+        return qtk_set_error(QTK_E_ARG, "synthetic weights are F32, F16 or BF16, not %s", qtk_elem_name(c->elem));
     if (!c->layers || !c->hidden || !c->ffn || !c->kv || !c->vocab)
-        return qtk__err(QTK_E_ARG, "every model dimension must be at least 1");
-    qtk__desc d;
-    qtk__desc_init(&d);
-    size_t n_max = 3 + 12 * c->layers;
-    recipe *r = calloc(n_max, sizeof *r);
+        return qtk_set_error(QTK_E_ARG, "every model dimension must be at least 1");
+    qtk_write_options wo = {.format = fmt, .force = force};
+    model m = {NULL, calloc(3 + 12 * c->layers, sizeof(recipe)), 0};
     float *x = NULL;
     uint8_t *bytes = NULL;
-    qtk__ckpt_writer *w = NULL;
-    qtk_status st = r ? describe(c, &d, r) : qtk__err(QTK_E_NOMEM, "out of memory");
-    if (!st) st = qtk__desc_add_meta(&d, "producer", "qtk synth");
+    qtk_status st = m.r ? qtk_writer_create(path, &wo, &m.w) : qtk_set_error(QTK_E_NOMEM, "out of memory");
+    if (!st) st = describe(c, &m);
+    if (!st) st = qtk_writer_add_meta(m.w, "producer", "qtk synth");
     size_t biggest = 0;
-    for (size_t i = 0; i < d.n_tensors; i++)
-        if (d.tensors[i].numel > biggest) biggest = d.tensors[i].numel;
+    for (size_t i = 0; i < m.n; i++)
+        if (m.r[i].numel > biggest) biggest = m.r[i].numel;
     if (!st && (biggest > SIZE_MAX / sizeof(float) || !(x = malloc(biggest * sizeof(float))) ||
                 !(bytes = malloc(biggest * sizeof(float)))))
-        st = qtk__err(QTK_E_NOMEM, "out of memory for a %zu-element tensor", biggest);
-    if (!st) st = qtk__ckpt_writer_open(path, fmt, &d, force, &w);
-    for (size_t i = 0; i < d.n_tensors && !st; i++) {
-        fill(&r[i], &d.tensors[i], x);
-        encode(c->elem, x, d.tensors[i].numel, bytes);
-        st = qtk__ckpt_writer_put(w, bytes, d.tensors[i].nbytes);
+        st = qtk_set_error(QTK_E_NOMEM, "out of memory for a %zu-element tensor", biggest);
+    for (size_t i = 0; i < m.n && !st; i++) {
+        size_t len;
+        fill(&m.r[i], x);
+        encode(c->elem, x, m.r[i].numel, bytes, &len);
+        st = qtk_writer_write(m.w, bytes, len);
     }
-    if (!st) {
-        st = qtk__ckpt_writer_commit(w);
-        w = NULL;
-    }
-    qtk__ckpt_writer_abort(w);
+    if (!st) st = qtk_writer_commit(m.w);
+    else qtk_writer_abort(m.w);
     free(x);
     free(bytes);
-    free(r);
-    qtk__desc_free(&d);
+    free(m.r);
     return st;
 }

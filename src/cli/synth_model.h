@@ -7,7 +7,7 @@
 #ifndef QTK_SYNTH_MODEL_H
 #define QTK_SYNTH_MODEL_H
 
-#include "io/checkpoint.h"
+#include "qtk_ckpt.h"
 
 typedef struct cli_synth_config {
     size_t layers, hidden, ffn, kv, vocab;

@@ -34,21 +34,12 @@ const char *qtk_last_error(void) { return errbuf; }
 
 void qtk_clear_error(void) { errbuf[0] = '\0'; }
 
-qtk_status qtk__err(qtk_status st, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(errbuf, sizeof errbuf, fmt, ap);
-    va_end(ap);
-    return st;
-}
+QTK_PRINTF(1, 0) static void set_message(const char *fmt, va_list ap) { vsnprintf(errbuf, sizeof errbuf, fmt, ap); }
 
-qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) {
+QTK_PRINTF(1, 0) static void prefix_message(const char *fmt, va_list ap) {
     char prev[QTK_ERRBUF];
     memcpy(prev, errbuf, sizeof prev);
-    va_list ap;
-    va_start(ap, fmt);
     int n = vsnprintf(errbuf, sizeof errbuf, fmt, ap);
-    va_end(ap);
     if (n >= 0 && (size_t)n + 2 < sizeof errbuf && prev[0] != '\0') {
         /* append ": previous message", truncated to the buffer */
         size_t at = (size_t)n, room = sizeof errbuf - at - 3, len = strlen(prev);
@@ -58,6 +49,37 @@ qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) {
         memcpy(errbuf + at + 2, prev, len);
         errbuf[at + 2 + len] = '\0';
     }
+}
+
+qtk_status qtk__err(qtk_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    prefix_message(fmt, ap);
+    va_end(ap);
+    return st;
+}
+
+qtk_status qtk_set_error(qtk_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    set_message(fmt ? fmt : "", ap);
+    va_end(ap);
+    return st;
+}
+
+qtk_status qtk_error_context(qtk_status st, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    prefix_message(fmt ? fmt : "", ap);
+    va_end(ap);
     return st;
 }
 

@@ -13,7 +13,11 @@
 #  define QTK_LIKELY(x) __builtin_expect(!!(x), 1)
 #  define QTK_UNLIKELY(x) __builtin_expect(!!(x), 0)
 #  define QTK_INTERNAL __attribute__((visibility("hidden")))
+/* Exported from libqtk for libqtk_ckpt only (the checkpoint layer reports errors through the
+ * same per-thread message): not part of the API, no stability promised. */
+#  define QTK_PRIVATE_API __attribute__((visibility("default")))
 #else
+#  define QTK_PRIVATE_API
 #  define QTK_PRINTF(a, b)
 #  define QTK_LIKELY(x) (x)
 #  define QTK_UNLIKELY(x) (x)
@@ -22,9 +26,9 @@
 
 /* Records a message for the calling thread and returns st, so callers write
  * `return qtk__err(QTK_E_ARG, "...", ...);`. */
-QTK_INTERNAL qtk_status qtk__err(qtk_status st, const char *fmt, ...) QTK_PRINTF(2, 3);
+QTK_PRIVATE_API qtk_status qtk__err(qtk_status st, const char *fmt, ...) QTK_PRINTF(2, 3);
 /* Prepends context to the current message: "context: previous message". */
-QTK_INTERNAL qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) QTK_PRINTF(2, 3);
+QTK_PRIVATE_API qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) QTK_PRINTF(2, 3);
 
 QTK_INTERNAL void *qtk__malloc(size_t n);
 QTK_INTERNAL void *qtk__calloc(size_t count, size_t size);

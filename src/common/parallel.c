@@ -40,3 +40,8 @@ void qtk__parallel_for(int threads, size_t n, qtk__range_fn fn, void *ctx) {
         else run_job(&jobs[t]); /* could not start a thread: do its share here */
     }
 }
+
+void qtk_parallel_for(int threads, size_t n, qtk_range_fn fn, void *ctx) {
+    if (!fn) return;
+    qtk__parallel_for(threads > 0 ? threads : qtk_get_threads(), n, fn, ctx);
+}

@@ -9,7 +9,7 @@
 
 #include "internal.h"
 
-typedef void (*qtk__range_fn)(void *ctx, size_t begin, size_t end, int worker);
+typedef qtk_range_fn qtk__range_fn;
 
 /* Runs fn over [0, n) on up to `threads` threads (1 = inline). Falls back to fewer threads
  * (down to running inline) if threads cannot be created; never fails. */

@@ -541,14 +541,21 @@ static void gguf_close(qtk_ckpt *c) {
     c->priv = NULL;
 }
 
+static bool gguf_can_hold(const qtk_ckpt_tensor *t, char *why, size_t cap) {
+    return qtk__gguf_writable(t, t->file_type, why, cap);
+}
+
 const qtk__ckpt_ops qtk__gguf_ops = {
     .fmt = QTK_CKPT_GGUF,
     .name = "gguf",
+    .signature = "GGUF magic",
+    .ext = ".gguf",
     .sniff = gguf_sniff,
     .parse = gguf_parse,
     .begin = qtk__gguf_begin,
     .put = qtk__gguf_put,
     .load = gguf_load,
+    .can_hold = gguf_can_hold,
     .close = gguf_close,
     .wfree = qtk__gguf_wfree,
 };

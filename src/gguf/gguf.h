@@ -1,9 +1,12 @@
-/* gguf.h — what the tools need to know about GGUF beyond the checkpoint interface: ggml
- * type names, and whether the GGUF writer can hold a tensor exactly (docs/gguf.md). */
+/* gguf.h — llama.cpp's GGUF (../shared/formats/GGUF.md) as the rest of the checkpoint layer
+ * sees it: the format, ggml type names, and whether the GGUF writer can hold a tensor
+ * exactly (docs/gguf.md). */
 #ifndef QTK_GGUF_H
 #define QTK_GGUF_H
 
-#include "io/checkpoint.h"
+#include "io/ckpt_internal.h"
+
+extern const qtk__ckpt_ops qtk__gguf_ops;
 
 #define QTK__GGUF_TYPE_COUNT 43 /* GGML_TYPE_COUNT at ggml d99724f2 */
 

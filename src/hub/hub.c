@@ -47,13 +47,8 @@ const hub_conv *hub_conv_of(qtk_hub_layout l) {
 
 void *hub_alloc(qtk__hub *h, size_t n) { return qtk__arena_alloc(&h->arena, n ? n : 1); }
 
-bool hub_ends(const char *name, const char *suffix) {
-    size_t n = strlen(name), k = strlen(suffix);
-    return n > k && memcmp(name + n - k, suffix, k) == 0;
-}
-
 char *hub_strip(qtk__hub *h, const char *name, const char *suffix) {
-    if (!hub_ends(name, suffix)) return NULL;
+    if (!qtk__has_suffix(name, suffix)) return NULL;
     return qtk__arena_strndup(&h->arena, name, strlen(name) - strlen(suffix));
 }
 
@@ -98,18 +93,8 @@ bool hub_same_shape(const qtk_ckpt_tensor *t, const size_t *shape, int rank) {
     return true;
 }
 
-bool hub_grow(void **arr, size_t *cap, size_t n, size_t elem) {
-    if (n < *cap) return true;
-    size_t nc = *cap ? *cap * 2 : 16;
-    void *p = nc <= SIZE_MAX / elem ? realloc(*arr, nc * elem) : NULL;
-    if (!p) return false;
-    *arr = p;
-    *cap = nc;
-    return true;
-}
-
 qtk_status hub_add(qtk__hub *h, const hub_pending *p) {
-    if (!hub_grow((void **)&h->pend, &h->cap_pend, h->n_pend, sizeof *h->pend))
+    if (!qtk__grow((void **)&h->pend, &h->cap_pend, h->n_pend, sizeof *h->pend))
         return qtk__err(QTK_E_NOMEM, "out of memory for %zu tensors", h->n_pend + 1);
     h->pend[h->n_pend++] = *p;
     return QTK_OK;
@@ -121,7 +106,7 @@ qtk_status hub_notice(qtk__hub *h, const char *tensor, const char *fmt, ...) {
     va_start(ap, fmt);
     vsnprintf(buf, sizeof buf, fmt, ap);
     va_end(ap);
-    if (!hub_grow((void **)&h->notices, &h->cap_notices, h->n_notices, sizeof *h->notices))
+    if (!qtk__grow((void **)&h->notices, &h->cap_notices, h->n_notices, sizeof *h->notices))
         return qtk__err(QTK_E_NOMEM, "out of memory");
     const char *t = tensor ? qtk__arena_strdup(&h->arena, tensor) : NULL;
     const char *x = qtk__arena_strdup(&h->arena, buf);
@@ -161,7 +146,7 @@ static qtk_status hub_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
         /* a tensor as its shard holds it (qtk's convention included: the shard checks it) */
         const hub_raw *r = &h->raw[it->raw[0]];
         qtk_ckpt_view iv;
-        qtk_status st = qtk_ckpt_load(h->shard[r->shard], r->idx, &iv);
+        qtk_status st = qtk__ckpt_load_unchecked(h->shard[r->shard], r->idx, &iv);
         if (st) return st;
         v->data = iv.data;
         v->owned = iv.owned; /* ours now: freed by qtk_ckpt_unload */

@@ -7,8 +7,8 @@
  * models are sharded: model.safetensors.index.json maps every tensor name to its file, and a
  * weight's scales may sit in another shard than the weight.
  *
- * Reading: qtk_ckpt_open (and qtk__hub_open) take a .safetensors file, an index, or a
- * directory, detect the layout (config first, then tensor names), and present ONE logical
+ * Reading: a .safetensors file, an index, or a directory: detect the layout (config first,
+ * then tensor names), and present ONE logical
  * checkpoint in which each quantized weight and its companions are a single quantized tensor
  * whose scheme is the exact qtk equivalent (HUB_LAYOUTS.md §8.1) holding the same bits —
  * rearranged only where a convention differs from Burn's byte layout (compressed-tensors'
@@ -27,50 +27,15 @@
 
 #include "io/checkpoint.h"
 
-typedef enum qtk_hub_layout {
-    QTK_LAYOUT_AUTO = 0, /* reading: detect; writing: qtk */
-    QTK_LAYOUT_NONE,     /* reading: the tensors as stored, nothing folded */
-    QTK_LAYOUT_QTK,      /* qtk's convention (docs/safetensors-quantized.md) */
-    QTK_LAYOUT_GPT_OSS,  /* gpt-oss MXFP4: X_blocks / X_scales (quant_method "mxfp4") */
-    QTK_LAYOUT_MODELOPT, /* NVIDIA ModelOpt: weight / weight_scale / weight_scale_2 */
-    QTK_LAYOUT_CT,       /* compressed-tensors (llm-compressor) */
-    QTK_LAYOUT_DEEPSEEK, /* block FP8: weight / weight_scale_inv (quant_method "fp8") */
-    QTK_LAYOUT_BNB,      /* bitsandbytes 4-bit: weight / weight.absmax / quant_state */
-    QTK_LAYOUT_TORCHAO,  /* torchao's prototype tensor-subclass flattening: read only */
-    QTK_LAYOUT_COUNT_
-} qtk_hub_layout;
-
-/* "auto", "none", "qtk", "gpt-oss", "modelopt", "compressed-tensors", "deepseek", "bnb", "torchao" */
-const char *qtk_hub_layout_name(qtk_hub_layout l);
-/* Case-insensitive; also accepts "ct" and "bitsandbytes". */
-qtk_status qtk_hub_layout_parse(const char *name, qtk_hub_layout *out);
-
-/* Opens a checkpoint: a file (.bpk, .safetensors), a *.safetensors.index.json, or a
- * directory holding either. layout AUTO detects; NONE lists the tensors as stored; any other
- * reads the files in that convention (an error if they do not follow it). */
-qtk_status qtk__hub_open(const char *path, qtk_hub_layout layout, qtk_ckpt **out);
-
-typedef struct qtk_hub_notice {
-    const char *tensor; /* NULL: about the whole checkpoint */
-    const char *text;
-} qtk_hub_notice;
-
-typedef struct qtk_hub_info {
-    qtk_hub_layout layout;         /* NONE for a plain checkpoint, QTK for qtk's convention */
-    const char *detected_by;       /* "config.json quant_method \"fp8\"", "tensor names (*_scale_inv)", ... */
-    const char *config_file;       /* the config read (config.json or hf_quant_config.json), or NULL */
-    const char *quant_config;      /* the quantization config read, compact JSON, or NULL */
-    const char *index_file;        /* NULL without an index */
-    size_t n_shards;
-    const char *const *shards;     /* paths */
-    size_t n_notices;
-    const qtk_hub_notice *notices; /* valid until the next load or close */
-} qtk_hub_info;
-
-/* Works for every checkpoint (a plain file is one shard of layout NONE or QTK). */
-void qtk_ckpt_hub_info(const qtk_ckpt *c, qtk_hub_info *info);
-/* The shard (index into info.shards) holding tensor i's first stored piece. */
-size_t qtk_ckpt_shard_of(const qtk_ckpt *c, size_t i);
+/* Opening (ckpt/open.c decides which applies; the layout types are in qtk_ckpt.h):
+ * a directory (its index if it has one, else its .safetensors files), an index (its
+ * weight_map's shards), or one safetensors file c already opened (path: where it lies, for the
+ * configs beside it; NULL for a buffer). layout AUTO detects (config first, then tensor
+ * names); NONE lists the tensors as stored; any other reads the files in that convention (an
+ * error if they do not follow it). open_file takes c over, closing it on failure. */
+qtk_status qtk__hub_open_dir(const char *path, qtk_hub_layout layout, qtk_ckpt **out);
+qtk_status qtk__hub_open_index(const char *index, qtk_hub_layout layout, qtk_ckpt **out);
+qtk_status qtk__hub_open_file(qtk_ckpt *c, const char *path, qtk_hub_layout layout, qtk_ckpt **out);
 
 /* Dequantizes tensor i from its loaded view v into out (numel values of f32, f16 or bf16).
  * Where the stored convention's reference computes values qtk's scheme reproduces only to an
@@ -94,6 +59,9 @@ typedef struct qtk__hub_write_opts {
 } qtk__hub_write_opts;
 
 typedef struct qtk__hub_writer qtk__hub_writer;
+
+/* true if layout can store tensor t (its scheme); else false with the reason in why. */
+bool qtk__hub_can_hold(qtk_hub_layout layout, const qtk_ckpt_tensor *t, char *why, size_t cap);
 
 /* true when out names a directory: an existing one, a path ending in '/', or one whose last
  * component has no extension. */

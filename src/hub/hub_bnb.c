@@ -212,7 +212,7 @@ static qtk_status fold(qtk__hub *h) {
         hub_raw *am = &h->raw[i];
         char *x = hub_strip(h, am->t->name, ".absmax");
         if (!x || am->used) continue;
-        if (hub_ends(x, ".nested")) continue; /* X.nested_absmax is not an absmax of its own */
+        if (qtk__has_suffix(x, ".nested")) continue; /* X.nested_absmax is not an absmax of its own */
         hub_raw *w = hub_find(h, x, "");
         if (!w) return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') has no weight '%s' beside it", am->t->name, hub_file(h, am), x);
         qtk_status s = one(h, x, w, am);
@@ -223,7 +223,7 @@ static qtk_status fold(qtk__hub *h) {
     for (size_t i = 0; i < h->n_raw; i++) {
         const hub_raw *r = &h->raw[i];
         bool orphan = !r->used && strstr(r->t->name, BNB_STATE);
-        for (size_t k = 0; k < 3 && !orphan; k++) orphan = !r->used && hub_ends(r->t->name, companions[k]);
+        for (size_t k = 0; k < 3 && !orphan; k++) orphan = !r->used && qtk__has_suffix(r->t->name, companions[k]);
         if (orphan)
             return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') belongs to no 4-bit weight (its weight or .absmax is missing)",
                             r->t->name, hub_file(h, r));

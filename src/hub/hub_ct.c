@@ -543,10 +543,10 @@ static qtk_status fold(qtk__hub *h) {
     for (size_t i = 0; i < h->n_raw; i++) {
         const hub_raw *r = &h->raw[i];
         for (size_t k = 0; k < sizeof companions / sizeof companions[0] && !r->used; k++)
-            if (hub_ends(r->t->name, companions[k]))
+            if (qtk__has_suffix(r->t->name, companions[k]))
                 return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') belongs to no quantized weight (its weight or scale is missing)",
                                 r->t->name, hub_file(h, r));
-        if (!r->used && (r->t->elem == QTK_ELEM_F8_E4M3 || r->t->elem == QTK_ELEM_I8) && hub_ends(r->t->name, "weight"))
+        if (!r->used && (r->t->elem == QTK_ELEM_F8_E4M3 || r->t->elem == QTK_ELEM_I8) && qtk__has_suffix(r->t->name, "weight"))
             return qtk__err(QTK_E_FORMAT, "%s weight '%s' (in '%s') has no '%s_scale'", qtk_elem_name(r->t->elem), r->t->name,
                             hub_file(h, r), r->t->name);
     }
@@ -559,8 +559,8 @@ static qtk_status fold(qtk__hub *h) {
 static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++) {
         const char *n = h->raw[i].t->name;
-        if (hub_ends(n, "weight_packed") || hub_ends(n, "weight_global_scale") || hub_ends(n, "weight_shape")) {
-            *why = hub_ends(n, "weight_packed") ? "*.weight_packed" : hub_ends(n, "weight_shape") ? "*.weight_shape"
+        if (qtk__has_suffix(n, "weight_packed") || qtk__has_suffix(n, "weight_global_scale") || qtk__has_suffix(n, "weight_shape")) {
+            *why = qtk__has_suffix(n, "weight_packed") ? "*.weight_packed" : qtk__has_suffix(n, "weight_shape") ? "*.weight_shape"
                                                                                                : "*.weight_global_scale";
             return true;
         }
@@ -568,7 +568,7 @@ static bool sniff(const qtk__hub *h, const char **why) {
     /* FP8 / int8 with a non-scalar or non-F32 scale: compressed-tensors (ModelOpt writes F32 []) */
     for (size_t i = 0; i < h->n_raw; i++) {
         const qtk_ckpt_tensor *t = h->raw[i].t;
-        if (!hub_ends(t->name, "weight_scale") || (t->elem == QTK_ELEM_F32 && t->rank == 0)) continue;
+        if (!qtk__has_suffix(t->name, "weight_scale") || (t->elem == QTK_ELEM_F32 && t->rank == 0)) continue;
         char buf[1024];
         size_t k = strlen(t->name) - 6;
         if (k >= sizeof buf) continue;

@@ -279,7 +279,7 @@ qtk_status hub_ct_config(hub_wctx *wc, json_t *q, json_t **hfq) {
         /* the unquantized matrices, so that a loader targeting "Linear" leaves them alone */
         for (size_t i = 0; i < nt && !st; i++) {
             const qtk_ckpt_tensor *t = &d->tensors[i];
-            if (!t->quantized && t->rank == 2 && qtk_elem_is_float(t->elem) && hub_ends(t->name, ".weight"))
+            if (!t->quantized && t->rank == 2 && qtk_elem_is_float(t->elem) && qtk__has_suffix(t->name, ".weight"))
                 if (json_array_append_new(ignore, json_string(hub_module(wc, t->name)))) st = qtk__err(QTK_E_NOMEM, "out of memory");
         }
         if (!st) {

@@ -13,7 +13,7 @@ static const char *const methods[] = {"fp8", NULL};
 
 static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++)
-        if (hub_ends(h->raw[i].t->name, "_scale_inv")) {
+        if (qtk__has_suffix(h->raw[i].t->name, "_scale_inv")) {
             *why = "*_scale_inv";
             return true;
         }
@@ -77,7 +77,7 @@ static qtk_status fold(qtk__hub *h) {
     }
     for (size_t i = 0; i < h->n_raw; i++) {
         const hub_raw *r = &h->raw[i];
-        if (!r->used && r->t->elem == QTK_ELEM_F8_E4M3 && hub_ends(r->t->name, "weight"))
+        if (!r->used && r->t->elem == QTK_ELEM_F8_E4M3 && qtk__has_suffix(r->t->name, "weight"))
             return qtk__err(QTK_E_FORMAT, "F8_E4M3 weight '%s' (in '%s') has no '%s_scale_inv'", r->t->name, hub_file(h, r),
                             r->t->name);
     }

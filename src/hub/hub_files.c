@@ -2,6 +2,7 @@
  * its weight_map names, a directory), and the configs beside them (config.json,
  * hf_quant_config.json). hub_build (hub.c) makes the logical checkpoint over them. */
 #include "hub/hub_internal.h"
+#include "safetensors/safetensors.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -12,19 +13,9 @@
 
 /* ---- configs beside the files ---- */
 
-static char *join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
 static qtk_status read_json(const char *dir, const char *name, json_t **out, char **path_out) {
     *out = NULL;
-    char *p = join(dir, name);
+    char *p = qtk__path_join(dir, name);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     struct stat sb;
     if (stat(p, &sb) != 0) {
@@ -79,37 +70,25 @@ qtk_status hub_read_configs(qtk__hub *h, const char *dir) {
     return st;
 }
 
-qtk_status qtk__hub_wrap(qtk_ckpt **c, const char *dir) {
+qtk_status qtk__hub_open_file(qtk_ckpt *c, const char *path, qtk_hub_layout layout, qtk_ckpt **out) {
+    *out = NULL;
     qtk_ckpt **shards = malloc(sizeof *shards);
     char **paths = malloc(sizeof *paths);
-    char *p = malloc(strlen((*c)->name) + 1);
-    if (!shards || !paths || !p) {
-        free(shards);
-        free(paths);
-        free(p);
+    char *p = qtk__strdup(c->name), *dir = path ? qtk__path_dir(path) : NULL;
+    if (!shards || !paths || !p || (path && !dir)) {
+        free(shards), free(paths), free(p), free(dir);
+        qtk_ckpt_close(c);
         return qtk__err(QTK_E_NOMEM, "out of memory");
     }
-    strcpy(p, (*c)->name);
-    shards[0] = *c;
+    shards[0] = c;
     paths[0] = p;
-    qtk_ckpt *out = NULL;
-    qtk_status st = hub_build(shards, paths, 1, dir, NULL, NULL, QTK_LAYOUT_AUTO, p, &out);
-    *c = out; /* on failure the shard was closed by build */
+    /* on failure build closes the shard */
+    qtk_status st = hub_build(shards, paths, 1, dir, NULL, NULL, layout, path ? path : p, out);
+    free(dir);
     return st;
 }
 
 /* ---- which files ---- */
-
-static char *dir_of(const char *path) {
-    const char *s = strrchr(path, '/');
-    size_t n = s ? (size_t)(s - path) : 1;
-    char *d = malloc(n + 1);
-    if (!d) return NULL;
-    if (s) memcpy(d, path, n), d[n] = '\0';
-    else strcpy(d, ".");
-    if (s && n == 0) strcpy(d, "/");
-    return d;
-}
 
 static int cmp_str(const void *a, const void *b) { return strcmp(*(char *const *)a, *(char *const *)b); }
 
@@ -119,9 +98,8 @@ static qtk_status open_shards(char **paths, size_t n, qtk_ckpt ***out) {
     if (!s) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = QTK_OK;
     for (size_t i = 0; i < n && !st; i++) {
-        st = qtk__ckpt_open_file(paths[i], &s[i]);
-        if (!st && s[i]->fmt != QTK_CKPT_SAFETENSORS)
-            st = qtk__err(QTK_E_FORMAT, "'%s' is %s; shards are safetensors files", paths[i], qtk_ckpt_format_name(s[i]->fmt));
+        static const qtk__ckpt_ops *const st_only[] = {&qtk__safetensors_ops};
+        st = qtk__ckpt_open_path(paths[i], st_only, 1, &s[i]);
     }
     if (st) {
         for (size_t i = 0; i < n; i++) qtk_ckpt_close(s[i]);
@@ -138,7 +116,7 @@ static void free_paths(char **p, size_t n) {
 }
 
 /* An index: its weight_map names the shards (in file-name order). */
-static qtk_status open_index(const char *index, qtk_hub_layout layout, qtk_ckpt **out) {
+qtk_status qtk__hub_open_index(const char *index, qtk_hub_layout layout, qtk_ckpt **out) {
     json_error_t e;
     json_t *root = json_load_file(index, JSON_REJECT_DUPLICATES, &e);
     if (!root) return qtk__err(QTK_E_FORMAT, "'%s': %s (line %d)", index, e.text, e.line);
@@ -162,12 +140,12 @@ static qtk_status open_index(const char *index, qtk_hub_layout layout, qtk_ckpt 
         if (!seen && !(names[n++] = strdup(f))) st = qtk__err(QTK_E_NOMEM, "out of memory");
     }
     if (!st && n == 0) st = qtk__err(QTK_E_FORMAT, "'%s': the weight_map is empty", index);
-    char *dir = st ? NULL : dir_of(index);
+    char *dir = st ? NULL : qtk__path_dir(index);
     if (!st && !dir) st = qtk__err(QTK_E_NOMEM, "out of memory");
     if (!st) {
         qsort(names, n, sizeof *names, cmp_str);
         for (size_t i = 0; i < n && !st; i++) {
-            char *p = join(dir, names[i]);
+            char *p = qtk__path_join(dir, names[i]);
             if (!p) st = qtk__err(QTK_E_NOMEM, "out of memory");
             free(names[i]);
             names[i] = p;
@@ -186,7 +164,7 @@ static qtk_status open_index(const char *index, qtk_hub_layout layout, qtk_ckpt 
 }
 
 /* A directory: its index if it has one, else its .safetensors files. */
-static qtk_status open_dir(const char *path, qtk_hub_layout layout, qtk_ckpt **out) {
+qtk_status qtk__hub_open_dir(const char *path, qtk_hub_layout layout, qtk_ckpt **out) {
     DIR *d = opendir(path);
     if (!d) return qtk__err(QTK_E_IO, "cannot open directory '%s': %s", path, strerror(errno));
     char **files = NULL, *index = NULL;
@@ -196,24 +174,24 @@ static qtk_status open_dir(const char *path, qtk_hub_layout layout, qtk_ckpt **o
     for (struct dirent *e; (e = readdir(d)) && !st;) {
         const char *nm = e->d_name;
         if (nm[0] == '.') continue;
-        if (hub_ends(nm, ".safetensors.index.json")) {
+        if (qtk__has_suffix(nm, ".safetensors.index.json")) {
             /* model.safetensors.index.json is the one loaders look for first */
             if (!index || strcmp(nm, "model.safetensors.index.json") == 0) {
                 free(index);
-                if (!(index = join(path, nm))) st = qtk__err(QTK_E_NOMEM, "out of memory");
+                if (!(index = qtk__path_join(path, nm))) st = qtk__err(QTK_E_NOMEM, "out of memory");
             }
             n_index++;
-        } else if (hub_ends(nm, ".safetensors") && strstr(nm, ".qtk-tmp-") == NULL) {
-            if (!hub_grow((void **)&files, &cap, n, sizeof *files) || !(files[n++] = join(path, nm)))
+        } else if (qtk__has_suffix(nm, ".safetensors") && strstr(nm, ".qtk-tmp-") == NULL) {
+            if (!qtk__grow((void **)&files, &cap, n, sizeof *files) || !(files[n++] = qtk__path_join(path, nm)))
                 st = qtk__err(QTK_E_NOMEM, "out of memory");
         }
     }
     closedir(d);
-    if (!st && n_index > 1 && !hub_ends(index, "/model.safetensors.index.json"))
+    if (!st && n_index > 1 && !qtk__has_suffix(index, "/model.safetensors.index.json"))
         st = qtk__err(QTK_E_FORMAT, "directory '%s' holds %d indexes (*.safetensors.index.json): open one of them", path, n_index);
     if (!st && index) {
         free_paths(files, n);
-        st = open_index(index, layout, out);
+        st = qtk__hub_open_index(index, layout, out);
         free(index);
         return st;
     }
@@ -231,38 +209,4 @@ static qtk_status open_dir(const char *path, qtk_hub_layout layout, qtk_ckpt **o
         return st;
     }
     return hub_build(shards, files, n, path, NULL, NULL, layout, path, out);
-}
-
-qtk_status qtk__hub_open(const char *path, qtk_hub_layout layout, qtk_ckpt **out) {
-    if (!path || !out) return qtk__err(QTK_E_ARG, "qtk__hub_open: NULL argument");
-    *out = NULL;
-    if ((unsigned)layout >= QTK_LAYOUT_COUNT_) return qtk__err(QTK_E_ARG, "layout %d is not a qtk_hub_layout", (int)layout);
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) return open_dir(path, layout, out);
-    if (hub_ends(path, ".json")) return open_index(path, layout, out);
-    qtk_ckpt *c = NULL;
-    qtk_status st = qtk__ckpt_open_file(path, &c);
-    if (st) return st;
-    if (c->fmt != QTK_CKPT_SAFETENSORS) {
-        if (layout != QTK_LAYOUT_AUTO && layout != QTK_LAYOUT_NONE && layout != QTK_LAYOUT_QTK) {
-            qtk_ckpt_close(c);
-            return qtk__err(QTK_E_FORMAT, "'%s' is %s: Hub layouts are safetensors conventions", path,
-                            qtk_ckpt_format_name(c->fmt));
-        }
-        *out = c;
-        return QTK_OK;
-    }
-    char **paths = malloc(sizeof *paths);
-    qtk_ckpt **shards = malloc(sizeof *shards);
-    char *dir = dir_of(path), *p = strdup(path);
-    if (!paths || !shards || !dir || !p) {
-        free(paths), free(shards), free(dir), free(p);
-        qtk_ckpt_close(c);
-        return qtk__err(QTK_E_NOMEM, "out of memory");
-    }
-    paths[0] = p;
-    shards[0] = c;
-    st = hub_build(shards, paths, 1, dir, NULL, NULL, layout, path, out);
-    free(dir);
-    return st;
 }

@@ -13,7 +13,7 @@ static const char *const methods[] = {"mxfp4", NULL};
 static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++) {
         const char *n = h->raw[i].t->name;
-        if (!hub_ends(n, "_blocks")) continue;
+        if (!qtk__has_suffix(n, "_blocks")) continue;
         size_t k = strlen(n) - 7;
         char buf[1024];
         if (k + 8 > sizeof buf) continue;
@@ -61,7 +61,7 @@ static qtk_status fold(qtk__hub *h) {
     }
     for (size_t i = 0; i < h->n_raw; i++) {
         const hub_raw *r = &h->raw[i];
-        if (!r->used && hub_ends(r->t->name, "_scales"))
+        if (!r->used && qtk__has_suffix(r->t->name, "_scales"))
             return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') has no '%.*s_blocks' beside it", r->t->name, hub_file(h, r),
                             (int)(strlen(r->t->name) - 7), r->t->name);
     }
@@ -113,7 +113,7 @@ static qtk_status config(hub_wctx *wc, json_t *q, json_t **hfq) {
         if (!m) return qtk__err(QTK_E_NOMEM, "out of memory");
         for (size_t i = 0; i < wc->d->n_tensors && !st; i++) {
             const qtk_ckpt_tensor *t = &wc->d->tensors[i];
-            if (!t->quantized && t->rank >= 2 && qtk_elem_is_float(t->elem) && hub_ends(t->name, ".weight"))
+            if (!t->quantized && t->rank >= 2 && qtk_elem_is_float(t->elem) && qtk__has_suffix(t->name, ".weight"))
                 if (json_array_append_new(m, json_string(hub_module(wc, t->name)))) st = qtk__err(QTK_E_NOMEM, "out of memory");
         }
         if (!st) st = hub_jset(q, "modules_to_not_convert", m);

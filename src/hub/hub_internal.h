@@ -16,6 +16,7 @@
 #define QTK_HUB_INTERNAL_H
 
 #include "io/ckpt_internal.h"
+#include "io/util.h"
 #include "hub/hub.h"
 
 #include <jansson.h>
@@ -108,13 +109,10 @@ const char *hub_file(const qtk__hub *h, const hub_raw *r);
 const uint8_t *hub_bytes(const qtk__hub *h, const hub_raw *r);
 /* name without suffix (in the arena), or NULL if name does not end in it. */
 char *hub_strip(qtk__hub *h, const char *name, const char *suffix);
-bool hub_ends(const char *name, const char *suffix);
 /* Adds a tensor of the logical checkpoint (copied; shape must outlive the hub). */
 qtk_status hub_add(qtk__hub *h, const hub_pending *p);
 /* Adds a notice (tensor may be NULL). */
 qtk_status hub_notice(qtk__hub *h, const char *tensor, const char *fmt, ...) QTK_PRINTF(3, 4);
-/* Makes room for element n of a growing array (false: out of memory). */
-bool hub_grow(void **arr, size_t *cap, size_t n, size_t elem);
 /* Copies of shapes etc. */
 void *hub_alloc(qtk__hub *h, size_t n);
 bool hub_same_shape(const qtk_ckpt_tensor *t, const size_t *shape, int rank);

@@ -25,14 +25,14 @@ static const char *const algo_of[] = {"", "NVFP4", "NVFP4", "MXFP4", "FP8", "FP8
 
 static bool sniff(const qtk__hub *h, const char **why) {
     for (size_t i = 0; i < h->n_raw; i++)
-        if (hub_ends(h->raw[i].t->name, "weight_scale_2")) {
+        if (qtk__has_suffix(h->raw[i].t->name, "weight_scale_2")) {
             *why = "*.weight_scale_2";
             return true;
         }
     /* FP8 as ModelOpt writes it: an F32 scalar weight_scale beside an F8_E4M3 weight */
     for (size_t i = 0; i < h->n_raw; i++) {
         const qtk_ckpt_tensor *t = h->raw[i].t;
-        if (!hub_ends(t->name, "weight_scale") || t->elem != QTK_ELEM_F32 || t->rank != 0) continue;
+        if (!qtk__has_suffix(t->name, "weight_scale") || t->elem != QTK_ELEM_F32 || t->rank != 0) continue;
         char buf[1024];
         size_t k = strlen(t->name) - 6;
         if (k >= sizeof buf) continue;
@@ -215,7 +215,7 @@ static qtk_status fold(qtk__hub *h) {
         if (!x) continue;
         hub_raw *w = hub_find(h, x, "");
         if (!w) {
-            if (hub_ends(sc->t->name, "weight_scale"))
+            if (qtk__has_suffix(sc->t->name, "weight_scale"))
                 return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') has no weight '%s' beside it", sc->t->name, hub_file(h, sc), x);
             continue; /* input_scale, k_scale, pre_quant_scale...: activations, kept as they are */
         }
@@ -232,10 +232,10 @@ static qtk_status fold(qtk__hub *h) {
     }
     for (size_t i = 0; i < h->n_raw; i++) {
         const hub_raw *r = &h->raw[i];
-        if (!r->used && hub_ends(r->t->name, "weight_scale_2"))
+        if (!r->used && qtk__has_suffix(r->t->name, "weight_scale_2"))
             return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') has no NVFP4 weight and weight_scale beside it", r->t->name,
                             hub_file(h, r));
-        if (!r->used && r->t->elem == QTK_ELEM_F8_E4M3 && hub_ends(r->t->name, "weight"))
+        if (!r->used && r->t->elem == QTK_ELEM_F8_E4M3 && qtk__has_suffix(r->t->name, "weight"))
             return qtk__err(QTK_E_FORMAT, "F8_E4M3 weight '%s' (in '%s') has no '%s_scale'", r->t->name, hub_file(h, r),
                             r->t->name);
     }
@@ -315,7 +315,7 @@ static json_t *exclude_modules(hub_wctx *wc) {
     }
     for (size_t i = 0; i < wc->d->n_tensors; i++) {
         const qtk_ckpt_tensor *t = &wc->d->tensors[i];
-        if (!t->quantized && t->rank >= 2 && qtk_elem_is_float(t->elem) && hub_ends(t->name, ".weight"))
+        if (!t->quantized && t->rank >= 2 && qtk_elem_is_float(t->elem) && qtk__has_suffix(t->name, ".weight"))
             m[n++] = hub_module(wc, t->name);
     }
     qsort(m, n, sizeof *m, cmp_str);

@@ -179,7 +179,7 @@ static qtk_status fold(qtk__hub *h) {
     }
     for (size_t i = 0; i < h->n_raw; i++) {
         const hub_raw *r = &h->raw[i];
-        if (!r->used && (strstr(r->t->name, "_qdata") || hub_ends(r->t->name, "_per_tensor_scale")))
+        if (!r->used && (strstr(r->t->name, "_qdata") || qtk__has_suffix(r->t->name, "_per_tensor_scale")))
             return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') is described by no torchao metadata entry", r->t->name,
                             hub_file(h, r));
     }

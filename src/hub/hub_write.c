@@ -48,23 +48,6 @@ struct qtk__hub_writer {
     int force;
 };
 
-static char *dup_s(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
-static char *join(const char *dir, const char *name) {
-    size_t a = strlen(dir), b = strlen(name);
-    char *p = malloc(a + b + 2);
-    if (!p) return NULL;
-    memcpy(p, dir, a);
-    p[a] = '/';
-    memcpy(p + a + 1, name, b + 1);
-    return p;
-}
-
 bool qtk__hub_out_is_dir(const char *out) {
     struct stat sb;
     if (!out || !*out) return false;
@@ -162,7 +145,7 @@ static qtk_status plan_shards(qtk__hub_writer *w, const qtk__hub_write_opts *o) 
             const char *p = src->shard_path[k], *s = strrchr(p, '/');
             name = s ? s + 1 : p;
         }
-        w->sh[k].name = dup_s(name);
+        w->sh[k].name = qtk__strdup(name);
         if (!w->sh[k].name) return qtk__err(QTK_E_NOMEM, "out of memory");
         qtk__desc_init(&w->sh[k].desc);
     }
@@ -321,18 +304,8 @@ static qtk_status plan_index(qtk__hub_writer *w) {
 
 /* ---- files ---- */
 
-static char *dir_of(const char *path) {
-    const char *s = strrchr(path, '/');
-    if (!s) return dup_s(".");
-    if (s == path) return dup_s("/");
-    size_t n = (size_t)(s - path);
-    char *d = malloc(n + 1);
-    if (d) memcpy(d, path, n), d[n] = '\0';
-    return d;
-}
-
 static bool exists(const char *dir, const char *name) {
-    char *p = join(dir, name);
+    char *p = qtk__path_join(dir, name);
     struct stat sb;
     bool e = p && stat(p, &sb) == 0;
     free(p);
@@ -347,11 +320,11 @@ static qtk_status check_targets(qtk__hub_writer *w) {
                             w->index ? "model.safetensors.index.json" : NULL};
     for (int i = 0; i < 3; i++)
         if (files[i] && exists(dir, files[i]))
-            return qtk__err(QTK_E_IO, "'%s/%s' exists; not overwriting it (use --force)", dir, files[i]);
+            return qtk__err(QTK_E_IO, "'%s/%s' exists; it is replaced only with force (--force)", dir, files[i]);
     if (w->is_dir)
         for (size_t k = 0; k < w->n_shards; k++)
             if (exists(w->out, w->sh[k].name))
-                return qtk__err(QTK_E_IO, "'%s/%s' exists; not overwriting it (use --force)", w->out, w->sh[k].name);
+                return qtk__err(QTK_E_IO, "'%s/%s' exists; it is replaced only with force (--force)", w->out, w->sh[k].name);
     return QTK_OK;
 }
 
@@ -367,6 +340,7 @@ static qtk_status make_tmpdir(qtk__hub_writer *w) {
         snprintf(t, n + 48, "%.*s.qtk-tmp-%ld-%lu", (int)n, w->out, (long)getpid(), atomic_fetch_add(&counter, 1));
         if (mkdir(t, 0777) == 0) {
             w->tmpdir = t;
+            qtk__temp_dir_track(t);
             return QTK_OK;
         }
         if (errno != EEXIST) break;
@@ -382,12 +356,13 @@ static void remove_tmpdir(qtk__hub_writer *w) {
     if (d) {
         for (struct dirent *e; (e = readdir(d));) {
             if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-            char *p = join(w->tmpdir, e->d_name);
+            char *p = qtk__path_join(w->tmpdir, e->d_name);
             if (p) unlink(p);
             free(p);
         }
         closedir(d);
     }
+    qtk__temp_dir_untrack(w->tmpdir);
     rmdir(w->tmpdir);
     free(w->tmpdir);
     w->tmpdir = NULL;
@@ -398,18 +373,18 @@ static qtk_status open_files(qtk__hub_writer *w) {
     if (w->is_dir) st = make_tmpdir(w);
     for (size_t k = 0; k < w->n_shards && !st; k++) {
         wshard *s = &w->sh[k];
-        s->path = w->is_dir ? join(w->tmpdir, s->name) : dup_s(w->out);
+        s->path = w->is_dir ? qtk__path_join(w->tmpdir, s->name) : qtk__strdup(w->out);
         if (!s->path) return qtk__err(QTK_E_NOMEM, "out of memory");
-        st = qtk__ckpt_writer_open(s->path, QTK_CKPT_SAFETENSORS, &s->desc, w->is_dir ? 0 : w->force, &s->w);
+        st = qtk__ckpt_writer_open_ops(s->path, &qtk__safetensors_ops, &s->desc, w->is_dir ? 0 : w->force, &s->w);
     }
     return st;
 }
 
 static qtk_status write_text(const char *dir, const char *name, const char *text, int force) {
     if (!text) return QTK_OK;
-    char *p = join(dir, name);
+    char *p = qtk__path_join(dir, name);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
-    qtk_status st = qtk__io_write_file(p, text, strlen(text), force);
+    qtk_status st = qtk_file_write_atomic(p, text, strlen(text), force);
     free(p);
     return st;
 }
@@ -417,15 +392,17 @@ static qtk_status write_text(const char *dir, const char *name, const char *text
 /* Moves the finished temporary directory's files to the target directory. */
 static qtk_status move_into_place(qtk__hub_writer *w) {
     size_t n = strlen(w->out);
-    char *target = dup_s(w->out);
+    char *target = qtk__strdup(w->out);
     if (!target) return qtk__err(QTK_E_NOMEM, "out of memory");
     while (n > 1 && target[n - 1] == '/') target[--n] = '\0';
     qtk_status st = QTK_OK;
     struct stat sb;
     if (stat(target, &sb) != 0) {
-        if (rename(w->tmpdir, target) != 0)
+        qtk__temp_dir_untrack(w->tmpdir);
+        if (rename(w->tmpdir, target) != 0) {
             st = qtk__err(QTK_E_IO, "cannot rename the output directory into '%s': %s", target, strerror(errno));
-        else {
+            qtk__temp_dir_track(w->tmpdir);
+        } else {
             free(w->tmpdir);
             w->tmpdir = NULL;
         }
@@ -436,7 +413,7 @@ static qtk_status move_into_place(qtk__hub_writer *w) {
     if (!d) st = qtk__err(QTK_E_IO, "cannot read '%s': %s", w->tmpdir, strerror(errno));
     for (struct dirent *e; !st && (e = readdir(d));) {
         if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char *a = join(w->tmpdir, e->d_name), *b = join(target, e->d_name);
+        char *a = qtk__path_join(w->tmpdir, e->d_name), *b = qtk__path_join(target, e->d_name);
         if (!a || !b) st = qtk__err(QTK_E_NOMEM, "out of memory");
         else if (rename(a, b) != 0) st = qtk__err(QTK_E_IO, "cannot move '%s' into '%s': %s", a, target, strerror(errno));
         free(a);
@@ -475,6 +452,24 @@ void qtk__hub_writer_abort(qtk__hub_writer *w) {
 
 size_t qtk__hub_writer_shards(const qtk__hub_writer *w) { return w ? w->n_shards : 0; }
 
+bool qtk__hub_can_hold(qtk_hub_layout layout, const qtk_ckpt_tensor *t, char *why, size_t cap) {
+    const hub_conv *conv = hub_conv_of(layout);
+    if (!conv || !t->quantized) return true; /* qtk's convention holds every scheme; raw tensors pass */
+    qtk__desc d;
+    qtk__desc_init(&d);
+    hub_wtensor wt;
+    memset(&wt, 0, sizeof wt);
+    qtk__arena arena = {0};
+    hub_wctx wc = {.d = &d, .wt = &wt, .layout = layout, .arena = &arena};
+    qtk_ckpt_tensor *c = NULL;
+    qtk_status st = qtk__desc_add_copy(&d, t, &c);
+    if (!st) st = conv->plan(&wc, c, &wt);
+    if (st && why && cap) snprintf(why, cap, "%s", qtk_last_error());
+    qtk__arena_free(&arena);
+    qtk__desc_free(&d);
+    return st == QTK_OK;
+}
+
 qtk_status qtk__hub_writer_open(const char *out, const qtk__desc *d, const qtk__hub_write_opts *o,
                                qtk__hub_writer **wout) {
     if (!out || !d || !o || !wout) return qtk__err(QTK_E_ARG, "qtk__hub_writer_open: NULL argument");
@@ -489,13 +484,13 @@ qtk_status qtk__hub_writer_open(const char *out, const qtk__desc *d, const qtk__
     w->conv = hub_conv_of(l);
     w->force = o->force;
     w->is_dir = qtk__hub_out_is_dir(out);
-    w->out = dup_s(out);
+    w->out = qtk__strdup(out);
     w->wt = calloc(d->n_tensors ? d->n_tensors : 1, sizeof *w->wt);
     w->wc = (hub_wctx){.d = d, .wt = w->wt, .layout = l, .arena = &w->arena, .notice = o->notice, .ctx = o->ctx};
     qtk_status st = w->out && w->wt ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
-    if (!st && !w->is_dir && !hub_ends(out, ".safetensors"))
+    if (!st && !w->is_dir && !qtk__has_suffix(out, ".safetensors"))
         st = qtk__err(QTK_E_ARG, "'%s': write layouts to a .safetensors file or a directory", out);
-    if (!st && !w->is_dir && !(w->cfg_dir = dir_of(out))) st = qtk__err(QTK_E_NOMEM, "out of memory");
+    if (!st && !w->is_dir && !(w->cfg_dir = qtk__path_dir(out))) st = qtk__err(QTK_E_NOMEM, "out of memory");
     if (!st) st = plan_tensors(w);
     if (!st) st = plan_shards(w, o);
     if (!st) st = plan_descs(w);

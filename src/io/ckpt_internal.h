@@ -1,12 +1,15 @@
 /* ckpt_internal.h — what a checkpoint format implements, and the reader/writer state the
- * formats share. A new format is one file defining a qtk__ckpt_ops and one line in the
- * table of checkpoint.c. */
+ * formats share. A new format is a room defining a qtk__ckpt_ops and one line in the table
+ * of ckpt/formats.c. */
 #ifndef QTK_CKPT_INTERNAL_H
 #define QTK_CKPT_INTERNAL_H
 
 #include "io/checkpoint.h"
 #include "io/fileio.h"
 #include "io/mapfile.h"
+#include "io/util.h"
+
+#include <stdatomic.h>
 
 #include "common/internal.h"
 
@@ -34,8 +37,17 @@ typedef struct qtk__ckpt_virt {
     void (*close)(void *impl);
 } qtk__ckpt_virt;
 
+typedef struct qtk__named {
+    const char *name;
+    size_t index;
+} qtk__named;
+
 struct qtk_ckpt {
     qtk_ckpt_format fmt;
+    const struct qtk__ckpt_ops *ops; /* the format's reader (NULL for a logical checkpoint) */
+    /* Owners: the caller (until qtk_ckpt_close) and each tensor that borrows the map
+     * (qtk_ckpt_load_tensor); the last one frees. */
+    _Atomic size_t refs;
     char *name;           /* path, for messages */
     qtk__mapfile map;
     qtk__desc desc;
@@ -45,6 +57,7 @@ struct qtk_ckpt {
     void *priv;           /* the format's own reader state (ops->close frees it) */
     const qtk__ckpt_virt *virt; /* a logical checkpoint's own loader (hub.c), else NULL */
     void *impl;           /* its state (virt->close frees it) */
+    qtk__named *by_name;  /* tensors sorted by name (qtk_ckpt_find), built when first needed */
 };
 
 struct qtk__ckpt_writer {
@@ -63,6 +76,8 @@ struct qtk__ckpt_writer {
 typedef struct qtk__ckpt_ops {
     qtk_ckpt_format fmt;
     const char *name;
+    const char *signature; /* what sniff looks for, for messages: "burnpack magic (\"NRUB\")" */
+    const char *ext;       /* the file extension: ".bpk" */
     /* true if the bytes look like this format (a magic number, a header shape) */
     bool (*sniff)(const uint8_t *data, size_t len);
     /* Validates c->map and fills c->desc, c->loc (one per tensor, in file order), c->facts. */
@@ -78,22 +93,28 @@ typedef struct qtk__ckpt_ops {
      * buffer it allocated, v->owned (freed by qtk_ckpt_unload). NULL: the bytes are the
      * file's pieces (c->loc). */
     qtk_status (*load)(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
+    /* Optional: false if the format cannot store tensor t as it is (why says what stands in
+     * the way); NULL: every tensor the description can hold. */
+    bool (*can_hold)(const qtk_ckpt_tensor *t, char *why, size_t cap);
     /* Optional: frees c->priv / w->priv. */
     void (*close)(qtk_ckpt *c);
     void (*wfree)(qtk__ckpt_writer *w);
 } qtk__ckpt_ops;
 
-extern const qtk__ckpt_ops qtk__burnpack_ops;
-extern const qtk__ckpt_ops qtk__safetensors_ops;
-extern const qtk__ckpt_ops qtk__gguf_ops;
-
-/* Opens one file as it is (qtk_ckpt_open adds Hub layouts and shards on top, hub.c). */
-qtk_status qtk__ckpt_open_file(const char *path, qtk_ckpt **out);
+/* Opens path with the first of the n formats whose sniff accepts it (falling back to the
+ * extension, for the message); c is new. */
+qtk_status qtk__ckpt_open_path(const char *path, const qtk__ckpt_ops *const *formats, size_t n, qtk_ckpt **out);
+/* The same over caller memory. */
+qtk_status qtk__ckpt_open_buffer(const void *data, size_t len, const char *name, const qtk__ckpt_ops *const *formats,
+                                 size_t n, qtk_ckpt **out);
 /* A fresh, empty checkpoint object named name (for logical checkpoints). */
 qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out);
-/* hub.c: c, just opened from a safetensors file in directory dir (NULL for a buffer), is
- * replaced by a logical checkpoint when its tensors follow a Hub layout. */
-qtk_status qtk__hub_wrap(qtk_ckpt **c, const char *dir);
+/* qtk_ckpt_load without checking a quantized tensor's bytes (for callers that check them
+ * on the way, such as qtk_tensor_wrap). */
+qtk_status qtk__ckpt_load_unchecked(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
+/* Takes one more owner of c (see refs), and gives one back. */
+void qtk__ckpt_retain(qtk_ckpt *c);
+void qtk__ckpt_release(qtk_ckpt *c);
 /* Writes tensor j of the writer's description at its place, in any order (formats without
  * a put hook); commit still checks that every tensor was written once. */
 qtk_status qtk__ckpt_writer_put_at(qtk__ckpt_writer *w, size_t j, const void *bytes, size_t len);
@@ -108,8 +129,6 @@ qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc);
  * a name derived from the entries ("lut-" + 16 hex digits). */
 qtk_status qtk__ckpt_resolve_table(qtk_scheme *s, const uint8_t *entries, size_t n, const char *hint);
 
-/* true if s[0..n) is valid UTF-8 without NUL bytes. */
-bool qtk__utf8_ok(const char *s, size_t n);
 
 
 #define QTK__ALIGN_UP(x, a) (((x) + (a) - 1) / (a) * (a))

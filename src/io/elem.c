@@ -4,6 +4,8 @@
 #include "common/internal.h"
 #include "numfmt/scalar.h"
 
+#include <strings.h>
+
 typedef struct {
     const char *name;
     unsigned bits;
@@ -44,6 +46,16 @@ static bool valid(qtk_elem e) { return (unsigned)e > QTK_ELEM_NONE && (unsigned)
 const char *qtk_elem_name(qtk_elem e) { return (unsigned)e < QTK_ELEM_COUNT_ ? elems[e].name : "?"; }
 unsigned qtk_elem_bits(qtk_elem e) { return valid(e) ? elems[e].bits : 0; }
 bool qtk_elem_is_float(qtk_elem e) { return valid(e) && elems[e].is_float; }
+
+qtk_status qtk_elem_parse(const char *name, qtk_elem *out) {
+    if (!name || !out) return qtk__err(QTK_E_ARG, "qtk_elem_parse: NULL argument");
+    for (int e = QTK_ELEM_NONE + 1; e < QTK_ELEM_COUNT_; e++)
+        if (strcasecmp(name, elems[e].name) == 0) {
+            *out = (qtk_elem)e;
+            return QTK_OK;
+        }
+    return qtk__err(QTK_E_PARSE, "'%s' is not an element type (F64, F32, F16, BF16, I64, ..., U8, BOOL, F8_E4M3, F4, ...)", name);
+}
 
 qtk_status qtk__elem_bytes(qtk_elem e, size_t numel, size_t *out) {
     if (!valid(e)) return qtk__err(QTK_E_ARG, "element type %d is not a qtk_elem", (int)e);

@@ -1,13 +1,50 @@
 /* fileio.c — whole-file reads and all-or-nothing writes. */
 #include "fileio.h"
+#include "util.h"
 
 #include "common/internal.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+/* ---- temporary outputs, for qtk_remove_temporaries ----
+ * Lock-free slots a signal handler can read: a path is published when its file is created
+ * and withdrawn before it is renamed or removed. Beyond the slots, files are not tracked. */
+#define MAX_TEMPS 1024
+static _Atomic(char *) temp_files[MAX_TEMPS];
+static _Atomic(char *) temp_dirs[64];
+
+static void track(_Atomic(char *) *slots, size_t n, char *p) {
+    for (size_t i = 0; i < n; i++) {
+        char *none = NULL;
+        if (atomic_compare_exchange_strong(&slots[i], &none, p)) return;
+    }
+}
+
+static void untrack(_Atomic(char *) *slots, size_t n, char *p) {
+    for (size_t i = 0; p && i < n; i++) {
+        char *was = p;
+        if (atomic_compare_exchange_strong(&slots[i], &was, NULL)) return;
+    }
+}
+
+void qtk__temp_dir_track(char *dir) { track(temp_dirs, sizeof temp_dirs / sizeof temp_dirs[0], dir); }
+void qtk__temp_dir_untrack(char *dir) { untrack(temp_dirs, sizeof temp_dirs / sizeof temp_dirs[0], dir); }
+
+void qtk_remove_temporaries(void) {
+    for (size_t i = 0; i < MAX_TEMPS; i++) {
+        char *p = atomic_load(&temp_files[i]);
+        if (p) unlink(p);
+    }
+    for (size_t i = 0; i < sizeof temp_dirs / sizeof temp_dirs[0]; i++) {
+        char *p = atomic_load(&temp_dirs[i]);
+        if (p) rmdir(p); /* its files were tracked, and are gone */
+    }
+}
 
 void qtk__io_free(void *p) { free(p); }
 
@@ -39,20 +76,13 @@ qtk_status qtk__io_read_file(const char *path, uint8_t **data, size_t *len) {
     return QTK_OK;
 }
 
-static char *dup_str(const char *s) {
-    size_t n = strlen(s) + 1;
-    char *d = malloc(n);
-    if (d) memcpy(d, s, n);
-    return d;
-}
-
 qtk_status qtk__afile_open(qtk__afile *a, const char *path, int force) {
     memset(a, 0, sizeof *a);
     struct stat sb;
     if (!force && stat(path, &sb) == 0)
-        return qtk__err(QTK_E_IO, "'%s' exists; not overwriting it (use --force)", path);
+        return qtk__err(QTK_E_IO, "'%s' exists; it is replaced only with force (--force)", path);
     size_t n = strlen(path);
-    a->path = dup_str(path);
+    a->path = qtk__strdup(path);
     a->tmp = malloc(n + 16);
     if (!a->path || !a->tmp) {
         qtk__afile_abort(a);
@@ -68,6 +98,7 @@ qtk_status qtk__afile_open(qtk__afile *a, const char *path, int force) {
         qtk__afile_abort(a);
         return qtk__err(QTK_E_IO, "cannot create a file beside '%s': %s", path, strerror(e));
     }
+    track(temp_files, MAX_TEMPS, a->tmp);
     fchmod(fd, 0644);
     a->f = fdopen(fd, "wb");
     if (!a->f) {
@@ -115,6 +146,7 @@ qtk_status qtk__afile_commit(qtk__afile *a) {
         st = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
     if (fclose(a->f) != 0 && !st) st = qtk__err(QTK_E_IO, "cannot write '%s': %s", a->path, strerror(errno));
     a->f = NULL;
+    untrack(temp_files, MAX_TEMPS, a->tmp); /* from here the file is either renamed or removed */
     if (!st && rename(a->tmp, a->path) != 0)
         st = qtk__err(QTK_E_IO, "cannot rename the output into '%s': %s", a->path, strerror(errno));
     if (st) {
@@ -129,13 +161,15 @@ qtk_status qtk__afile_commit(qtk__afile *a) {
 
 void qtk__afile_abort(qtk__afile *a) {
     if (a->f) fclose(a->f);
+    untrack(temp_files, MAX_TEMPS, a->tmp);
     if (a->tmp) unlink(a->tmp);
     free(a->tmp);
     free(a->path);
     memset(a, 0, sizeof *a);
 }
 
-qtk_status qtk__io_write_file(const char *path, const void *data, size_t len, int force) {
+qtk_status qtk_file_write_atomic(const char *path, const void *data, size_t len, int force) {
+    if (!path || (!data && len)) return qtk__err(QTK_E_ARG, "qtk_file_write_atomic: NULL argument");
     qtk__afile a;
     qtk_status st = qtk__afile_open(&a, path, force);
     if (st) return st;

@@ -2,7 +2,7 @@
 #ifndef QTK_FILEIO_H
 #define QTK_FILEIO_H
 
-#include "qtk.h"
+#include "qtk_ckpt.h"
 
 #include <stdio.h>
 
@@ -31,7 +31,11 @@ qtk_status qtk__afile_zeros(qtk__afile *a, size_t n);
 qtk_status qtk__afile_commit(qtk__afile *a);
 void qtk__afile_abort(qtk__afile *a);
 
-/* Writes a whole buffer atomically. */
-qtk_status qtk__io_write_file(const char *path, const void *data, size_t len, int force);
+/* qtk_file_write_atomic (qtk_ckpt.h) writes a whole buffer this way. */
+
+/* A temporary directory (the Hub writer's) for qtk_remove_temporaries to remove after its
+ * files; untracked before it is renamed or removed. dir must outlive the tracking. */
+void qtk__temp_dir_track(char *dir);
+void qtk__temp_dir_untrack(char *dir);
 
 #endif

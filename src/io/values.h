@@ -18,4 +18,11 @@ void qtk__buf_free(qtk__buf *b);
  * used in place, no copy), quantized ones dequantized. *out points into bytes or into buf. */
 qtk_status qtk__values_f32(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk__buf *buf, const float **out);
 
+/* A raw float tensor's values as numel elements of dtype (f32, f16 or bf16; converted from
+ * f32, round to nearest even; a tensor already in dtype is copied as it is). */
+qtk_status qtk__values_convert(const qtk_ckpt_tensor *t, const uint8_t *bytes, qtk_dtype dtype, void *out);
+/* The element type of a dtype's values (F32, F16, BF16), and back (F32 for the rest). */
+qtk_elem qtk__elem_of_dtype(qtk_dtype d);
+qtk_dtype qtk__dtype_of_elem(qtk_elem e);
+
 #endif

@@ -9,7 +9,7 @@
 
 void qtk__select_init(qtk__select *s) {
     memset(s, 0, sizeof *s);
-    s->min_numel = QTK__SELECT_MIN_NUMEL;
+    s->min_numel = QTK_MIN_ELEMENTS_DEFAULT;
     s->out_elem = QTK_ELEM_F32;
 }
 
@@ -33,15 +33,15 @@ static qtk_status compile(regex_t *re, const char *pattern, const char *what) {
 }
 
 qtk_status qtk__select_only(qtk__select *s, const char *regex) {
-    if (s->has_only) return qtk__err(QTK_E_ARG, "--only given twice");
-    qtk_status st = compile(&s->only, regex, "--only");
+    if (s->has_only) return qtk__err(QTK_E_ARG, "only given twice");
+    qtk_status st = compile(&s->only, regex, "only");
     s->has_only = st == QTK_OK;
     return st;
 }
 
 qtk_status qtk__select_skip(qtk__select *s, const char *regex) {
-    if (s->has_skip) return qtk__err(QTK_E_ARG, "--skip given twice");
-    qtk_status st = compile(&s->skip, regex, "--skip");
+    if (s->has_skip) return qtk__err(QTK_E_ARG, "skip given twice");
+    qtk_status st = compile(&s->skip, regex, "skip");
     s->has_skip = st == QTK_OK;
     return st;
 }
@@ -63,16 +63,8 @@ static qtk_status parse_target(const char *spec, qtk__target *t) {
 qtk_status qtk__select_default(qtk__select *s, const char *spec) {
     qtk_status st = parse_target(spec, &s->dflt);
     if (!st && s->dflt.kind == QTK__TARGET_KEEP)
-        return qtk__err(QTK_E_PARSE, "--scheme keep: leave --scheme out to keep every tensor as it is");
+        return qtk__err(QTK_E_PARSE, "scheme 'keep': give no scheme to keep every tensor as it is");
     return st;
-}
-
-qtk_status qtk__select_dtype(qtk__select *s, const char *name) {
-    if (strcasecmp(name, "f32") == 0) s->out_elem = QTK_ELEM_F32;
-    else if (strcasecmp(name, "f16") == 0) s->out_elem = QTK_ELEM_F16;
-    else if (strcasecmp(name, "bf16") == 0) s->out_elem = QTK_ELEM_BF16;
-    else return qtk__err(QTK_E_PARSE, "--dtype '%s' is not f32, f16 or bf16", name);
-    return QTK_OK;
 }
 
 qtk_status qtk__select_rule(qtk__select *s, const char *rule) {
@@ -87,9 +79,9 @@ qtk_status qtk__select_rule(qtk__select *s, const char *rule) {
         /* say why the last candidate failed, the likeliest intended split */
         const char *first = strchr(rule, '=');
         if (!first || first == rule)
-            return qtk__err(QTK_E_PARSE, "--rule '%s' is not REGEX=SPEC", rule);
+            return qtk__err(QTK_E_PARSE, "rule '%s' is not REGEX=SPEC", rule);
         qtk_status st = parse_target(first + 1, &t);
-        return qtk__err_context(st, "--rule '%s'", rule);
+        return qtk__err_context(st, "rule '%s'", rule);
     }
     size_t n = (size_t)(eq - rule);
     char *pat = malloc(n + 1), *text = malloc(strlen(rule) + 1);
@@ -104,7 +96,7 @@ qtk_status qtk__select_rule(qtk__select *s, const char *rule) {
     pat[n] = '\0';
     strcpy(text, rule);
     qtk__rule *nr = &s->rules[s->n_rules];
-    qtk_status st = compile(&nr->re, pat, "--rule regex");
+    qtk_status st = compile(&nr->re, pat, "rule regex");
     free(pat);
     if (st) {
         free(text);
@@ -141,6 +133,7 @@ static void apply(const qtk__select *s, const qtk__target *tg, const qtk_ckpt_te
         if (!q) snprintf(d->why, sizeof d->why, "not quantized");
     } else if (t->quantized && qtk_scheme_equal(&t->scheme, &tg->scheme)) {
         d->act = QTK_ACT_KEEP;
+        d->reason = QTK_WHY_SAME;
         snprintf(d->why, sizeof d->why, "already in the scheme");
     } else {
         d->act = QTK_ACT_QUANTIZE;
@@ -151,33 +144,62 @@ static void apply(const qtk__select *s, const qtk__target *tg, const qtk_ckpt_te
 void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__decision *d) {
     memset(d, 0, sizeof *d);
     d->act = QTK_ACT_KEEP;
+    d->rule = -1;
+    d->reason = QTK_WHY_NOT_FLOAT;
     if (!candidate(t)) {
         snprintf(d->why, sizeof d->why, "%s is not a float type", qtk_elem_name(t->elem));
         return;
     }
+    d->reason = QTK_WHY_SKIP;
     if (s->has_skip && matches(&s->skip, t->name)) {
-        snprintf(d->why, sizeof d->why, "--skip");
+        snprintf(d->why, sizeof d->why, "skip");
         return;
     }
     if (s->has_only && !matches(&s->only, t->name)) {
-        snprintf(d->why, sizeof d->why, "not --only");
+        snprintf(d->why, sizeof d->why, "not matched by only");
         return;
     }
     for (size_t i = 0; i < s->n_rules; i++)
         if (matches(&s->rules[i].re, t->name)) {
+            d->reason = QTK_WHY_RULE;
+            d->rule = (int)i;
             snprintf(d->why, sizeof d->why, "rule %zu '%.60s'", i + 1, s->rules[i].text);
             apply(s, &s->rules[i].target, t, d);
             return;
         }
     if (s->dflt.kind == QTK__TARGET_KEEP) {
-        snprintf(d->why, sizeof d->why, "no --scheme");
+        d->reason = QTK_WHY_NO_SCHEME;
+        snprintf(d->why, sizeof d->why, "no default scheme");
         return;
     }
     if (s->dflt.kind == QTK__TARGET_SCHEME && !big_enough(s, t)) {
+        d->reason = QTK_WHY_SMALL;
         if (t->rank < 2) snprintf(d->why, sizeof d->why, "rank %d", t->rank);
         else snprintf(d->why, sizeof d->why, "%zu elements < %zu", t->numel, s->min_numel);
         return;
     }
-    snprintf(d->why, sizeof d->why, "--scheme");
+    d->reason = QTK_WHY_DEFAULT;
+    snprintf(d->why, sizeof d->why, "default scheme");
     apply(s, &s->dflt, t, d);
+}
+
+qtk_status qtk__select_from(qtk__select *s, const char *scheme, const char *const *rules, size_t n_rules,
+                            const char *only, const char *skip, size_t min_elements, qtk_dtype dtype) {
+    qtk__select_init(s);
+    qtk_status st = QTK_OK;
+    if (dtype != QTK_DTYPE_NONE && dtype != QTK_DTYPE_F32 && dtype != QTK_DTYPE_F16 && dtype != QTK_DTYPE_BF16)
+        st = qtk__err(QTK_E_ARG, "dtype %s: dequantized tensors are f32, f16 or bf16", qtk_dtype_name(dtype));
+    if (!st && scheme) st = qtk__select_default(s, scheme);
+    if (!st && only) st = qtk__select_only(s, only);
+    if (!st && skip) st = qtk__select_skip(s, skip);
+    if (!st && n_rules && !rules) st = qtk__err(QTK_E_ARG, "%zu rules but no rules array", n_rules);
+    for (size_t i = 0; !st && i < n_rules; i++)
+        st = rules[i] ? qtk__select_rule(s, rules[i]) : qtk__err(QTK_E_ARG, "rule %zu is NULL", i + 1);
+    if (st) {
+        qtk__select_free(s);
+        return st;
+    }
+    s->min_numel = min_elements ? min_elements : QTK_MIN_ELEMENTS_DEFAULT;
+    s->out_elem = dtype == QTK_DTYPE_F16 ? QTK_ELEM_F16 : dtype == QTK_DTYPE_BF16 ? QTK_ELEM_BF16 : QTK_ELEM_F32;
+    return QTK_OK;
 }

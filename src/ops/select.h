@@ -17,7 +17,6 @@
 
 #include <regex.h>
 
-typedef enum qtk_action { QTK_ACT_KEEP = 0, QTK_ACT_QUANTIZE, QTK_ACT_DEQUANTIZE } qtk_action;
 
 typedef enum { QTK__TARGET_KEEP = 0, QTK__TARGET_NONE, QTK__TARGET_SCHEME } qtk__target_kind;
 
@@ -32,7 +31,6 @@ typedef struct qtk__rule {
     char *text; /* as given, for messages */
 } qtk__rule;
 
-#define QTK__SELECT_MIN_NUMEL 1024
 
 typedef struct qtk__select {
     bool has_only, has_skip;
@@ -40,7 +38,7 @@ typedef struct qtk__select {
     qtk__rule *rules;
     size_t n_rules;
     qtk__target dflt;   /* the --scheme; kind KEEP when none was given */
-    size_t min_numel;  /* default QTK__SELECT_MIN_NUMEL */
+    size_t min_numel;  /* default QTK_MIN_ELEMENTS_DEFAULT */
     qtk_elem out_elem; /* what dequantized tensors become: F32 (default), F16 or BF16 */
 } qtk__select;
 
@@ -54,14 +52,17 @@ qtk_status qtk__select_skip(qtk__select *s, const char *regex);
 qtk_status qtk__select_rule(qtk__select *s, const char *rule);
 /* A spec, or "none". */
 qtk_status qtk__select_default(qtk__select *s, const char *spec);
-/* f32, f16 or bf16 */
-qtk_status qtk__select_dtype(qtk__select *s, const char *name);
+/* Everything from the public options' fields (see qtk_convert_options). */
+qtk_status qtk__select_from(qtk__select *s, const char *scheme, const char *const *rules, size_t n_rules,
+                            const char *only, const char *skip, size_t min_elements, qtk_dtype dtype);
 
 typedef struct qtk__decision {
     qtk_action act;
     qtk_scheme scheme; /* QUANTIZE */
     qtk_elem elem;     /* DEQUANTIZE */
-    char why[96];      /* "rank 1", "--skip", "rule 2 'attn=q8s'", "default scheme", ... */
+    qtk_reason reason;
+    int rule;          /* QTK_WHY_RULE: the rule's index, else -1 */
+    char why[96];      /* "rank 1", "skip", "rule 2 'attn=q8s'", "default scheme", ... */
 } qtk__decision;
 
 void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__decision *d);

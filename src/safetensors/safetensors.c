@@ -349,11 +349,21 @@ static qtk_status st_begin(qtk__ckpt_writer *w) {
     return st;
 }
 
+/* Every scheme (qtk's convention); raw tensors of the dtypes safetensors names. */
+static bool st_can_hold(const qtk_ckpt_tensor *t, char *why, size_t cap) {
+    if (t->quantized || qtk__st_name(t->elem)) return true;
+    if (why && cap) snprintf(why, cap, "safetensors has no dtype for %s", qtk_elem_name(t->elem));
+    return false;
+}
+
 const qtk__ckpt_ops qtk__safetensors_ops = {
     .fmt = QTK_CKPT_SAFETENSORS,
     .name = "safetensors",
+    .signature = "safetensors header",
+    .ext = ".safetensors",
     .sniff = st_sniff,
     .parse = st_parse,
     .begin = st_begin,
     .put = NULL,
+    .can_hold = st_can_hold,
 };

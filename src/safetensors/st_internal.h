@@ -3,7 +3,7 @@
 #ifndef QTK_ST_INTERNAL_H
 #define QTK_ST_INTERNAL_H
 
-#include "io/ckpt_internal.h"
+#include "safetensors/safetensors.h"
 
 #include <jansson.h>
 

@@ -5,6 +5,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <strings.h>
 
 typedef struct {
     const char *name;
@@ -220,4 +221,23 @@ const char *qtk_scheme_preset_name(const qtk_scheme *s) {
         if (qtk_scheme_parse(presets[i].spec, &p) == QTK_OK && qtk_scheme_equal(&p, s)) return presets[i].name;
     }
     return NULL;
+}
+
+/* ---- calibrations by name ---- */
+
+static const char *const calibration_names[] = {"minmax", "absmean"};
+#define N_CALIBRATIONS (sizeof calibration_names / sizeof calibration_names[0])
+
+const char *qtk_calibration_name(qtk_calibration c) {
+    return (unsigned)c < N_CALIBRATIONS ? calibration_names[c] : "?";
+}
+
+qtk_status qtk_calibration_parse(const char *name, qtk_calibration *out) {
+    if (!name || !out) return qtk__err(QTK_E_ARG, "qtk_calibration_parse: NULL argument");
+    for (size_t i = 0; i < N_CALIBRATIONS; i++)
+        if (strcasecmp(name, calibration_names[i]) == 0) {
+            *out = (qtk_calibration)i;
+            return QTK_OK;
+        }
+    return qtk__err(QTK_E_PARSE, "calibration '%s' is not one of minmax, absmean", name);
 }

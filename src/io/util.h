@@ -1,0 +1,23 @@
+/* util.h — the checkpoint layer's small helpers, one set for every room above io/: strings,
+ * paths and growing arrays. Allocations are malloc'ed; NULL / false means out of memory. */
+#ifndef QTK_IO_UTIL_H
+#define QTK_IO_UTIL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* true if s[0..n) is valid UTF-8 without NUL bytes. */
+bool qtk__utf8_ok(const char *s, size_t n);
+/* A copy of s (NULL for NULL). */
+char *qtk__strdup(const char *s);
+/* dir + "/" + name. */
+char *qtk__path_join(const char *dir, const char *name);
+/* The directory part of path: "." when it has none, "/" for a file in the root. */
+char *qtk__path_dir(const char *path);
+/* true if name ends with suffix and has something before it ("x.json", not ".json"). */
+bool qtk__has_suffix(const char *name, const char *suffix);
+
+/* Makes room for element n of *arr (capacity *cap elements of elem bytes), doubling. */
+bool qtk__grow(void **arr, size_t *cap, size_t n, size_t elem);
+
+#endif
