@@ -1,10 +1,14 @@
 #!/bin/sh
-# test.sh — builds qtk and runs every test: optimised (Release) on the best kernel level
-# and on the portable reference, then under AddressSanitizer + UndefinedBehaviorSanitizer.
+# test.sh — builds qtk and runs every test: the layout check, optimised (Release) on the best
+# kernel level and on the portable reference, under AddressSanitizer + UndefinedBehaviorSanitizer,
+# and an installed package used by the examples.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
 jobs="$(nproc 2>/dev/null || echo 2)"
+
+echo "== layout: the rooms of src/ include each other one way; the CLI uses the public headers"
+./scripts/check-layout.sh
 
 echo "== Release build and tests (the best kernel level this CPU runs)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -19,4 +23,7 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DQTK_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs" >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+echo "== install into a multiarch prefix; examples/ built against it (find_package, pkg-config)"
+./scripts/test-install.sh
+
 echo "== all tests passed"

@@ -10,12 +10,6 @@ extern const qtk__ckpt_ops qtk__gguf_ops;
 
 #define QTK__GGUF_TYPE_COUNT 43 /* GGML_TYPE_COUNT at ggml d99724f2 */
 
-/* Carries a tensor's ggml type through formats that have no place for it (burnpack,
- * safetensors): metadata "qtk:file_type:NAME" = "Q5_0". `qtk convert` writes it for every
- * tensor it copies from a GGUF file and the GGUF writer takes it as the hint for which ggml
- * type to write, so GGUF -> bpk -> GGUF gives the same ggml types and bytes. */
-#define QTK__META_FILE_TYPE "qtk:file_type:"
-
 /* "Q4_K", "F32", ...; NULL for an id ggml does not define (or retired). */
 const char *qtk__gguf_type_name(uint32_t id);
 /* The id of a type name (case-insensitive), or -1. */

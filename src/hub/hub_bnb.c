@@ -121,7 +121,9 @@ static qtk_status read_blob(qtk__hub *h, const hub_raw *r, blob *b, json_t **roo
     return QTK_OK;
 }
 
-static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *am) {
+/* Weight x's quant_state (exactly one of ..nf4 and ..fp4, agreeing with the config) and its
+ * 16-entry quant_map. */
+static qtk_status read_state(qtk__hub *h, const char *x, const hub_raw *w, hub_raw **state, hub_raw **map, blob *b) {
     hub_raw *qm = hub_find(h, x, ".quant_map"), *nf = hub_find(h, x, BNB_STATE "nf4"), *f4 = hub_find(h, x, BNB_STATE "fp4");
     hub_raw *st = nf ? nf : f4;
     if (!st || (nf && f4))
@@ -130,16 +132,55 @@ static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *am) {
     if (!qm || qm->t->elem != QTK_ELEM_F32 || qm->t->numel != 16)
         return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') has no '%s.quant_map' F32 [16]", x, hub_file(h, w), x);
     json_t *root = NULL;
-    blob b;
-    qtk_status s = read_blob(h, st, &b, &root);
+    qtk_status s = read_blob(h, st, b, &root);
     const char *want = nf ? "nf4" : "fp4";
-    if (!s && strcmp(b.quant_type, want) != 0)
-        s = qtk__err(QTK_E_FORMAT, "'%s' says quant_type \"%.10s\" but is named ..%s", st->t->name, b.quant_type, want);
+    if (!s && strcmp(b->quant_type, want) != 0)
+        s = qtk__err(QTK_E_FORMAT, "'%s' says quant_type \"%.10s\" but is named ..%s", st->t->name, b->quant_type, want);
     const char *cq = hub_json_str(h->qcfg, "bnb_4bit_quant_type");
     if (!s && cq && strcmp(cq, want) != 0)
         s = qtk__err(QTK_E_FORMAT, "'%s' says bnb_4bit_quant_type \"%.10s\" but '%s' is %s", h->config_file, cq, x, want);
-    json_decref(root);
+    json_decref(root); /* b keeps only numbers (quant_type is not read after this) */
+    b->quant_type = want;
+    *state = st;
+    *map = qm;
+    return s;
+}
+
+/* The absmax of nb blocks: F32 [nb], or double-quantized U8 [nb] with .nested_absmax and
+ * .nested_quant_map, which join the tensor's parts (*na, *nq). */
+static qtk_status read_absmax(qtk__hub *h, const char *x, const hub_raw *w, const hub_raw *am, const blob *b, size_t n,
+                              size_t nb, hub_pending *pd, hub_raw **na, hub_raw **nq) {
+    const json_t *dq = hub_json(h->qcfg, "bnb_4bit_use_double_quant");
+    if (json_is_boolean(dq) && json_is_true(dq) != b->nested)
+        return qtk__err(QTK_E_FORMAT, "'%s' says bnb_4bit_use_double_quant %s but '%s' is %sdouble-quantized", h->config_file,
+                        json_is_true(dq) ? "true" : "false", x, b->nested ? "" : "not ");
+    if (!b->nested) {
+        if (am->t->elem != QTK_ELEM_F32 || am->t->numel != nb)
+            return qtk__err(QTK_E_SHAPE, "'%s.absmax' (in '%s') is %s with %zu values; blocks of %lld over %zu elements need "
+                            "F32 [%zu]", x, hub_file(h, am), qtk_elem_name(am->t->elem), am->t->numel, b->blocksize, n, nb);
+        return QTK_OK;
+    }
+    *na = hub_find(h, x, ".nested_absmax");
+    *nq = hub_find(h, x, ".nested_quant_map");
+    size_t nnb = qtk__ceil_div(nb, (size_t)b->nested_bs);
+    if (!*na || !*nq || (*na)->t->elem != QTK_ELEM_F32 || (*na)->t->numel != nnb || (*nq)->t->elem != QTK_ELEM_F32 ||
+        (*nq)->t->numel != 256 || am->t->elem != QTK_ELEM_U8 || am->t->numel != nb)
+        return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') is double-quantized: it needs .absmax U8 [%zu], .nested_absmax F32 "
+                        "[%zu] and .nested_quant_map F32 [256]", x, hub_file(h, w), nb, nnb);
+    pd->item.raw[pd->item.n++] = (size_t)(*na - h->raw);
+    pd->item.raw[pd->item.n++] = (size_t)(*nq - h->raw);
+    if (!qtk__isfinite((float)b->offset)) return qtk__err(QTK_E_VALUE, "'%s': nested_offset is not finite", x);
+    return QTK_OK;
+}
+
+/* Weight x with its .absmax am, quant_state and quant_map (and the nested pair): one qtk
+ * q4f tensor on the nf4 (or the stored) table. */
+static qtk_status fold_weight(qtk__hub *h, const char *x, hub_raw *w, hub_raw *am) {
+    hub_raw *st = NULL, *qm = NULL;
+    blob b;
+    qtk_status s = read_state(h, x, w, &st, &qm, &b);
     if (s) return s;
+    bool nf4 = strcmp(b.quant_type, "nf4") == 0;
     size_t n = 1;
     for (int i = 0; i < b.rank; i++)
         if (!qtk__mul_ok(n, b.shape[i], &n)) return qtk__err(QTK_E_SHAPE, "'%s': shape overflows", x);
@@ -154,30 +195,12 @@ static qtk_status one(qtk__hub *h, const char *x, hub_raw *w, hub_raw *am) {
     hub_pending pd = {.name = x, .quantized = true, .item = {.raw = {(size_t)(w - h->raw), (size_t)(am - h->raw)}, .n = 2,
                                                              .decode = decode, .param = p}};
     hub_raw *na = NULL, *nq = NULL;
-    const json_t *dq = hub_json(h->qcfg, "bnb_4bit_use_double_quant");
-    if (json_is_boolean(dq) && json_is_true(dq) != b.nested)
-        return qtk__err(QTK_E_FORMAT, "'%s' says bnb_4bit_use_double_quant %s but '%s' is %sdouble-quantized", h->config_file,
-                        json_is_true(dq) ? "true" : "false", x, b.nested ? "" : "not ");
-    if (b.nested) {
-        na = hub_find(h, x, ".nested_absmax");
-        nq = hub_find(h, x, ".nested_quant_map");
-        size_t nnb = qtk__ceil_div(nb, (size_t)b.nested_bs);
-        if (!na || !nq || na->t->elem != QTK_ELEM_F32 || na->t->numel != nnb || nq->t->elem != QTK_ELEM_F32 ||
-            nq->t->numel != 256 || am->t->elem != QTK_ELEM_U8 || am->t->numel != nb)
-            return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') is double-quantized: it needs .absmax U8 [%zu], .nested_absmax F32 "
-                            "[%zu] and .nested_quant_map F32 [256]", x, hub_file(h, w), nb, nnb);
-        pd.item.raw[pd.item.n++] = (size_t)(na - h->raw);
-        pd.item.raw[pd.item.n++] = (size_t)(nq - h->raw);
-        if (!qtk__isfinite(p->offset)) return qtk__err(QTK_E_VALUE, "'%s': nested_offset is not finite", x);
-    } else if (am->t->elem != QTK_ELEM_F32 || am->t->numel != nb) {
-        return qtk__err(QTK_E_SHAPE, "'%s.absmax' (in '%s') is %s with %zu values; blocks of %zu over %zu elements need F32 "
-                        "[%zu]", x, hub_file(h, am), qtk_elem_name(am->t->elem), am->t->numel, B, n, nb);
-    }
+    if ((s = read_absmax(h, x, w, am, &b, n, nb, &pd, &na, &nq))) return s;
     pd.item.raw[pd.item.n++] = (size_t)(qm - h->raw);
     /* the table: qtk's nf4 when the stored map is it bit for bit, else the stored one */
     qtk_scheme tab;
     memset(&tab, 0, sizeof tab);
-    s = qtk__ckpt_resolve_table(&tab, hub_bytes(h, qm), 16, nf ? "nf4" : "bnb_fp4");
+    s = qtk__ckpt_resolve_table(&tab, hub_bytes(h, qm), 16, nf4 ? "nf4" : "bnb_fp4");
     if (s) return qtk__err_context(s, "'%s.quant_map'", x);
     /* Blocks lie within rows when the last dim is a multiple of B (and of 8, for whole words). */
     bool rows = b.rank == 1 || (b.rank > 1 && b.shape[b.rank - 1] % B == 0 && b.shape[b.rank - 1] % 8 == 0);
@@ -215,7 +238,7 @@ static qtk_status fold(qtk__hub *h) {
         if (qtk__has_suffix(x, ".nested")) continue; /* X.nested_absmax is not an absmax of its own */
         hub_raw *w = hub_find(h, x, "");
         if (!w) return qtk__err(QTK_E_FORMAT, "'%s' (in '%s') has no weight '%s' beside it", am->t->name, hub_file(h, am), x);
-        qtk_status s = one(h, x, w, am);
+        qtk_status s = fold_weight(h, x, w, am);
         if (s) return s;
         found++;
     }

@@ -65,7 +65,86 @@ static const char *dtype_attr(const json_t *v) {
     return hub_json_str(v, "_data");
 }
 
-static qtk_status one(qtk__hub *h, const char *key, const json_t *desc) {
+/* The qtk scheme of one tensor subclass (NVFP4Tensor, MXTensor, Float8Tensor) given its
+ * qdata and scale tensors; *spec NULL for a plain {"_type": "Tensor"}. shape (qdata's, copied)
+ * becomes the logical shape (two FP4 values a byte), *bs the scale block (0: per tensor), and
+ * *g is dropped where the subclass has no global. */
+static qtk_status subclass_scheme(const char *key, const char *type, const json_t *data, const qtk_ckpt_tensor *qt,
+                                  const qtk_ckpt_tensor *st, hub_raw **g, size_t *shape, int r, long long *bs,
+                                  const char **spec) {
+    *spec = NULL;
+    hub_json_int(hub_json(data, "block_size"), bs);
+    if (strcmp(type, "NVFP4Tensor") == 0) {
+        if (qt->elem != QTK_ELEM_U8 || st->elem != QTK_ELEM_F8_E4M3 || (*bs && *bs != 16))
+            return qtk__err(QTK_E_FORMAT, "NVFP4Tensor '%s': qdata %s, scale %s, block_size %lld; expected U8, F8_E4M3, 16", key,
+                            qtk_elem_name(qt->elem), qtk_elem_name(st->elem), *bs);
+        shape[r - 1] *= 2;
+        *bs = 16;
+        if (*g && (*g)->t->numel != 1)
+            return qtk__err(QTK_E_UNSUPPORTED, "NVFP4Tensor '%s': a per_tensor_scale of %zu values (one per expert) has no "
+                            "single qtk scheme", key, (*g)->t->numel);
+        *spec = *g ? "nvfp4" : "e2m1,block=16:ue4m3,store=packed:0";
+    } else if (strcmp(type, "MXTensor") == 0) {
+        const char *el = dtype_attr(hub_json(data, "elem_dtype"));
+        if (st->elem != QTK_ELEM_F8_E8M0 && st->elem != QTK_ELEM_U8)
+            return qtk__err(QTK_E_FORMAT, "MXTensor '%s': scale is %s; expected F8_E8M0", key, qtk_elem_name(st->elem));
+        if (qt->elem == QTK_ELEM_U8 && (!el || strstr(el, "float4"))) {
+            shape[r - 1] *= 2;
+            *spec = "mxfp4";
+        } else if (qt->elem == QTK_ELEM_F8_E4M3) {
+            *spec = "mxfp8";
+        } else if (qt->elem == QTK_ELEM_F8_E5M2) {
+            *spec = "e5m2,block=32:ue8m0,store=native";
+        } else {
+            return qtk__err(QTK_E_FORMAT, "MXTensor '%s': qdata is %s (elem_dtype %s)", key, qtk_elem_name(qt->elem),
+                            el ? el : "?");
+        }
+        if (*bs && *bs != 32) return qtk__err(QTK_E_UNSUPPORTED, "MXTensor '%s': block_size %lld; qtk reads 32", key, *bs);
+        *bs = 32;
+        *g = NULL;
+    } else if (strcmp(type, "Float8Tensor") == 0) {
+        if (qt->elem != QTK_ELEM_F8_E4M3 || st->elem != QTK_ELEM_F32 || st->numel != 1)
+            return qtk__err(QTK_E_UNSUPPORTED, "Float8Tensor '%s': qtk reads F8_E4M3 qdata with one F32 scale (per tensor); "
+                            "this has %s with %zu %s scales", key, qtk_elem_name(qt->elem), st->numel, qtk_elem_name(st->elem));
+        *spec = "e4m3,tensor=f32,store=native";
+        *bs = 0;
+        *g = NULL;
+    }
+    return QTK_OK;
+}
+
+/* Checks the block scales against the logical shape, or plans their unswizzling. */
+static qtk_status block_scales(qtk__hub *h, hub_pending *p, const char *key, const char *type, const json_t *data,
+                               const qtk_ckpt_tensor *qt, const qtk_ckpt_tensor *st, bool has_global, size_t bs) {
+    int r = p->rank;
+    const size_t *shape = p->shape;
+    size_t rows = r >= 2 ? shape[r - 2] : 1, cols = qtk__ceil_div(shape[r - 1], bs), lead = 1;
+    for (int k = 0; k < r - 2; k++) lead *= shape[k];
+    size_t want[QTK_MAX_RANK];
+    memcpy(want, shape, (size_t)r * sizeof *want);
+    want[r - 1] = cols;
+    if (truthy(hub_json(data, "is_swizzled_scales"))) {
+        swz_param *sp = hub_alloc(h, sizeof *sp);
+        if (!sp) return qtk__err(QTK_E_NOMEM, "out of memory");
+        *sp = (swz_param){lead, rows, cols, qtk__ceil_div(rows, 128), qtk__ceil_div(cols, 4), qt->nbytes, 0, has_global};
+        sp->swizzled_bytes = lead * sp->tiles_r * sp->tiles_c * 512;
+        if (st->nbytes != sp->swizzled_bytes)
+            return qtk__err(QTK_E_SHAPE, "'%s' holds %zu swizzled scales; %zux%zu scales per %zu leading rows need %zu "
+                            "(128x4 tiles)", st->name, st->nbytes, rows, cols, lead, sp->swizzled_bytes);
+        p->item.decode = unswizzle;
+        p->item.param = sp;
+    } else if (!hub_same_shape(st, want, r)) {
+        char b1[128], b2[128], b3[128];
+        return qtk__err(QTK_E_SHAPE, "'%s' is [%s]; %s '%s' [%s] needs scales [%s]", st->name,
+                        qtk_shape_format(st->shape, st->rank, b1, sizeof b1), type, key, qtk_shape_format(shape, r, b2, sizeof b2),
+                        qtk_shape_format(want, r, b3, sizeof b3));
+    }
+    return QTK_OK;
+}
+
+/* One tensor the metadata describes as a subclass: its _qdata, _scale and optional
+ * _per_tensor_scale become one qtk tensor. */
+static qtk_status fold_subclass(qtk__hub *h, const char *key, const json_t *desc) {
     const char *type = hub_json_str(desc, "_type");
     const json_t *data = hub_json(desc, "_data");
     const char *dot = strrchr(key, '.');
@@ -78,80 +157,21 @@ static qtk_status one(qtk__hub *h, const char *key, const json_t *desc) {
         return qtk__err(QTK_E_FORMAT, "metadata describes '%s' as a %s, but there is no '%sqdata' with '%sscale'", key, type,
                         prefix, prefix);
     const qtk_ckpt_tensor *qt = q->t, *st = sc->t;
-    char b1[128], b2[128], b3[128];
     int r = qt->rank;
     if (r < 1 || r > QTK_MAX_RANK) return qtk__err(QTK_E_FORMAT, "'%s' has rank %d", qt->name, r);
     size_t *shape = hub_alloc(h, (size_t)r * sizeof *shape);
     if (!shape) return qtk__err(QTK_E_NOMEM, "out of memory");
     memcpy(shape, qt->shape, (size_t)r * sizeof *shape);
+    long long bs = 0;
+    const char *spec;
+    qtk_status s = subclass_scheme(key, type, data, qt, st, &g, shape, r, &bs, &spec);
+    if (s || !spec) return s; /* an error, or a plain tensor */
     hub_pending p = {.name = key, .quantized = true, .rank = r, .shape = shape,
                      .item = {.raw = {(size_t)(q - h->raw), (size_t)(sc - h->raw)}, .n = 2}};
-    long long bs = 0;
-    hub_json_int(hub_json(data, "block_size"), &bs);
-    const char *spec;
-    if (strcmp(type, "NVFP4Tensor") == 0) {
-        if (qt->elem != QTK_ELEM_U8 || st->elem != QTK_ELEM_F8_E4M3 || (bs && bs != 16))
-            return qtk__err(QTK_E_FORMAT, "NVFP4Tensor '%s': qdata %s, scale %s, block_size %lld; expected U8, F8_E4M3, 16", key,
-                            qtk_elem_name(qt->elem), qtk_elem_name(st->elem), bs);
-        shape[r - 1] *= 2;
-        bs = 16;
-        if (g && g->t->numel != 1)
-            return qtk__err(QTK_E_UNSUPPORTED, "NVFP4Tensor '%s': a per_tensor_scale of %zu values (one per expert) has no "
-                            "single qtk scheme", key, g->t->numel);
-        spec = g ? "nvfp4" : "e2m1,block=16:ue4m3,store=packed:0";
-    } else if (strcmp(type, "MXTensor") == 0) {
-        const char *el = dtype_attr(hub_json(data, "elem_dtype"));
-        if (st->elem != QTK_ELEM_F8_E8M0 && st->elem != QTK_ELEM_U8)
-            return qtk__err(QTK_E_FORMAT, "MXTensor '%s': scale is %s; expected F8_E8M0", key, qtk_elem_name(st->elem));
-        if (qt->elem == QTK_ELEM_U8 && (!el || strstr(el, "float4"))) {
-            shape[r - 1] *= 2;
-            spec = "mxfp4";
-        } else if (qt->elem == QTK_ELEM_F8_E4M3) {
-            spec = "mxfp8";
-        } else if (qt->elem == QTK_ELEM_F8_E5M2) {
-            spec = "e5m2,block=32:ue8m0,store=native";
-        } else {
-            return qtk__err(QTK_E_FORMAT, "MXTensor '%s': qdata is %s (elem_dtype %s)", key, qtk_elem_name(qt->elem),
-                            el ? el : "?");
-        }
-        if (bs && bs != 32) return qtk__err(QTK_E_UNSUPPORTED, "MXTensor '%s': block_size %lld; qtk reads 32", key, bs);
-        bs = 32;
-        g = NULL;
-    } else if (strcmp(type, "Float8Tensor") == 0) {
-        if (qt->elem != QTK_ELEM_F8_E4M3 || st->elem != QTK_ELEM_F32 || st->numel != 1)
-            return qtk__err(QTK_E_UNSUPPORTED, "Float8Tensor '%s': qtk reads F8_E4M3 qdata with one F32 scale (per tensor); "
-                            "this has %s with %zu %s scales", key, qtk_elem_name(qt->elem), st->numel, qtk_elem_name(st->elem));
-        spec = "e4m3,tensor=f32,store=native";
-        g = NULL;
-    } else {
-        return QTK_OK; /* {"_type": "Tensor"}: a plain tensor */
-    }
-    qtk_status s = hub_scheme(&p.scheme, "%s", spec);
+    s = hub_scheme(&p.scheme, "%s", spec);
     if (s) return s;
     if (g) p.item.raw[p.item.n++] = (size_t)(g - h->raw);
-    if (bs) {
-        size_t rows = r >= 2 ? shape[r - 2] : 1, cols = qtk__ceil_div(shape[r - 1], (size_t)bs), lead = 1;
-        for (int k = 0; k < r - 2; k++) lead *= shape[k];
-        size_t want[QTK_MAX_RANK];
-        memcpy(want, shape, (size_t)r * sizeof *want);
-        want[r - 1] = cols;
-        bool swz = truthy(hub_json(data, "is_swizzled_scales"));
-        if (swz) {
-            swz_param *sp = hub_alloc(h, sizeof *sp);
-            if (!sp) return qtk__err(QTK_E_NOMEM, "out of memory");
-            *sp = (swz_param){lead, rows, cols, qtk__ceil_div(rows, 128), qtk__ceil_div(cols, 4), qt->nbytes, 0, g != NULL};
-            sp->swizzled_bytes = lead * sp->tiles_r * sp->tiles_c * 512;
-            if (st->nbytes != sp->swizzled_bytes)
-                return qtk__err(QTK_E_SHAPE, "'%s' holds %zu swizzled scales; %zux%zu scales per %zu leading rows need %zu "
-                                "(128x4 tiles)", st->name, st->nbytes, rows, cols, lead, sp->swizzled_bytes);
-            p.item.decode = unswizzle;
-            p.item.param = sp;
-        } else if (!hub_same_shape(st, want, r)) {
-            return qtk__err(QTK_E_SHAPE, "'%s' is [%s]; %s '%s' [%s] needs scales [%s]", st->name,
-                            qtk_shape_format(st->shape, st->rank, b1, sizeof b1), type, key, qtk_shape_format(shape, r, b2, sizeof b2),
-                            qtk_shape_format(want, r, b3, sizeof b3));
-        }
-    }
+    if (bs && (s = block_scales(h, &p, key, type, data, qt, st, g != NULL, (size_t)bs))) return s;
     s = hub_add(h, &p);
     if (s) return s;
     q->used = sc->used = true;
@@ -170,7 +190,7 @@ static qtk_status fold(qtk__hub *h) {
             const char *type = hub_json_str(j, "_type");
             qtk_status st = QTK_OK;
             if (type && hub_find(h, d->meta[i].key, "") == NULL) {
-                st = one(h, d->meta[i].key, j);
+                st = fold_subclass(h, d->meta[i].key, j);
                 found += !st && strcmp(type, "Tensor") != 0;
             }
             json_decref(j);

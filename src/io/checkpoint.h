@@ -25,6 +25,12 @@
 
 #include <stdbool.h>
 
+/* Carries a tensor's source type (a GGUF tensor's ggml type) through formats that have no
+ * place for it (burnpack, safetensors): metadata "qtk:file_type:NAME" = "Q5_0". `qtk convert` writes it for every
+ * tensor it copies from a GGUF file and the GGUF writer takes it as the hint for which ggml
+ * type to write, so GGUF -> bpk -> GGUF gives the same ggml types and bytes. */
+#define QTK__META_FILE_TYPE "qtk:file_type:"
+
 typedef struct qtk__kv {
     const char *key, *value;
 } qtk__kv;

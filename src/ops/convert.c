@@ -10,7 +10,6 @@
 #include "common/internal.h"
 
 #include "ckpt/writer.h"
-#include "gguf/gguf.h"
 #include "hub/hub.h"
 #include "io/values.h"
 

@@ -1,0 +1,55 @@
+#!/bin/sh
+# test-install.sh — installs qtk into a temporary prefix with a multiarch libdir (as Debian
+# lays it out), then builds and runs examples/ against it the two ways a downstream project
+# does: find_package(qtk) and pkg-config. Run by test.sh.
+set -eu
+cd "$(dirname "$0")/.."
+jobs="$(nproc 2>/dev/null || echo 2)"
+multiarch="$(cc -print-multiarch 2>/dev/null || true)"
+libdir="lib${multiarch:+/$multiarch}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+prefix="$work/prefix"
+
+cmake -S . -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DQTK_BUILD_TESTS=OFF -DCMAKE_INSTALL_LIBDIR="$libdir" >/dev/null
+cmake --build "$work/build" -j "$jobs" >/dev/null
+cmake --install "$work/build" --prefix "$prefix" >/dev/null
+for f in include/qtk.h include/qtk_ckpt.h include/qtk_matmul.h include/qtk_version.h bin/qtk \
+         "$libdir/libqtk.so" "$libdir/libqtk_ckpt.so" "$libdir/libqtk.a" "$libdir/libqtk_ckpt.a" \
+         "$libdir/cmake/qtk/qtkConfig.cmake" "$libdir/cmake/qtk/qtkConfigVersion.cmake" \
+         "$libdir/pkgconfig/qtk.pc" "$libdir/pkgconfig/qtk-ckpt.pc"; do
+    [ -e "$prefix/$f" ] || { echo "test-install: $f was not installed" >&2; exit 1; }
+done
+"$prefix/bin/qtk" synth "$work/m.safetensors" --layers 1 --hidden 32 --ffn 64 --kv 16 --vocab 64 >/dev/null
+printf 'not a checkpoint\n' >"$work/junk.txt"
+
+check() { # check NAME BINARY: lists the model, refuses the junk with qtk's message
+    out="$("$2" "$work/m.safetensors")"
+    echo "$out" | grep -q "^model.layers.0.mlp.down_proj.weight	BF16	32x64$" ||
+        { echo "test-install: $1: unexpected listing:" >&2; echo "$out" >&2; exit 1; }
+    if "$2" "$work/junk.txt" 2>"$work/err"; then echo "test-install: $1 accepted a non-checkpoint" >&2; exit 1; fi
+    grep -q "is not a checkpoint qtk reads" "$work/err" ||
+        { echo "test-install: $1: no qtk message on stderr:" >&2; cat "$work/err" >&2; exit 1; }
+}
+
+# find_package(qtk)
+cmake -S examples -B "$work/ex" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$work/ex" -j "$jobs" >/dev/null
+check "find_package" "$work/ex/ckpt_list"
+"$work/ex/quantize_matmul" >/dev/null
+"$work/ex/quantize_matmul" 'q4f,block=32:f16' >/dev/null
+
+# pkg-config, shared and static
+export PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig"
+cc -std=c11 -o "$work/ckpt_list_pc" examples/ckpt_list.c $(pkg-config --cflags --libs qtk-ckpt) \
+    -Wl,-rpath,"$(pkg-config --variable=libdir qtk-ckpt)"
+check "pkg-config" "$work/ckpt_list_pc"
+# the static libraries, with what pkg-config says they need beside them
+lib="$(pkg-config --variable=libdir qtk)"
+cc -std=c11 -o "$work/qm_static" examples/quantize_matmul.c $(pkg-config --cflags qtk) "$lib/libqtk.a" \
+    $(pkg-config --libs-only-other --libs-only-l --static qtk | sed 's/-lqtk\b//')
+"$work/qm_static" >/dev/null
+cc -std=c11 -o "$work/ckpt_list_static" examples/ckpt_list.c $(pkg-config --cflags qtk-ckpt) "$lib/libqtk_ckpt.a" \
+    "$lib/libqtk.a" $(pkg-config --libs libcbor jansson) $(pkg-config --libs-only-other --libs-only-l --static qtk | sed 's/-lqtk\b//')
+check "static libraries" "$work/ckpt_list_static"
+echo "test-install: installed to a $libdir prefix; examples built and run through find_package and pkg-config"
