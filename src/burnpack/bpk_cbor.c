@@ -354,26 +354,17 @@ static void text_copy(const cbor_item_t *it, char *dst) {
     }
 }
 
-bool qtk__cb_text(const cbor_item_t *it, qtk__arena *a, const char **out, const char **why) {
+qtk_status qtk__cb_text(const cbor_item_t *it, qtk__arena *a, const char **out, const char *what) {
     it = qtk__cb_untag(it);
     size_t n;
-    if (!text_parts(it, &n)) {
-        *why = "not a text string";
-        return false;
-    }
+    if (!text_parts(it, &n)) return qtk__err(QTK_E_FORMAT, "%s is not a text string", what);
     char *s = qtk__arena_alloc(a, n + 1);
-    if (!s) {
-        *why = "out of memory";
-        return false;
-    }
+    if (!s) return qtk__err(QTK_E_NOMEM, "out of memory for %s (%zu bytes)", what, n);
     text_copy(it, s);
     s[n] = '\0';
-    if (!qtk__utf8_ok(s, n)) {
-        *why = "not valid UTF-8 (or holds a NUL)";
-        return false;
-    }
+    if (!qtk__utf8_ok(s, n)) return qtk__err(QTK_E_FORMAT, "%s is not valid UTF-8 (or holds a NUL)", what);
     *out = s;
-    return true;
+    return QTK_OK;
 }
 
 bool qtk__cb_is(const cbor_item_t *it, const char *lit) {

@@ -33,9 +33,10 @@ qtk_status qtk__bpk_decode_scalar(const cbor_item_t *it, qtk_ckpt_scalar *out);
 
 /* libcbor helpers shared with burnpack.c */
 const cbor_item_t *qtk__cb_untag(const cbor_item_t *it);
-/* Copies a text string (definite or chunked) into the arena; false if it is not text, not
- * valid UTF-8, holds a NUL, or memory runs out (*why says which). */
-bool qtk__cb_text(const cbor_item_t *it, qtk__arena *a, const char **out, const char **why);
+/* Copies a text string (definite or chunked) into the arena. QTK_E_FORMAT when it is not
+ * text, not valid UTF-8 or holds a NUL, QTK_E_NOMEM when memory runs out; the message calls
+ * it `what` ("a tensor name"). */
+qtk_status qtk__cb_text(const cbor_item_t *it, qtk__arena *a, const char **out, const char *what);
 /* true if it is a text string equal to lit. */
 bool qtk__cb_is(const cbor_item_t *it, const char *lit);
 bool qtk__cb_uint(const cbor_item_t *it, uint64_t *v);

@@ -51,8 +51,8 @@ static int cmp_entry_offset(const void *a, const void *b) {
 
 static qtk_status decode_entry(const cbor_item_t *key, const cbor_item_t *val, qtk__arena *a, entry *e) {
     memset(e, 0, sizeof *e);
-    const char *why;
-    if (!qtk__cb_text(key, a, &e->name, &why)) return qtk__err(QTK_E_FORMAT, "a tensor name is %s", why);
+    qtk_status st0 = qtk__cb_text(key, a, &e->name, "a tensor name");
+    if (st0) return st0;
     const cbor_item_t *m = qtk__cb_untag(val);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "tensor '%s': its descriptor is not a map", e->name);
     const char *names[4] = {"dtype", "shape", "data_offsets", "param_id"};
@@ -224,12 +224,11 @@ static qtk_status decode_strings(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *
     m = qtk__cb_untag(m);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "'metadata' is not a map");
     for (size_t i = 0; i < cbor_map_size(m); i++) {
-        const char *k, *v, *why;
-        if (!qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &k, &why))
-            return qtk__err(QTK_E_FORMAT, "a metadata key is %s", why);
-        if (!qtk__cb_text(cbor_map_handle(m)[i].value, tmp, &v, &why))
-            return qtk__err(QTK_E_FORMAT, "metadata '%s': the value is %s", k, why);
-        qtk_status st = qtk__desc_add_meta(&c->desc, k, v);
+        const char *k, *v;
+        qtk_status st = qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &k, "a metadata key");
+        if (!st && (st = qtk__cb_text(cbor_map_handle(m)[i].value, tmp, &v, "the value")))
+            qtk__err_context(st, "metadata '%s'", k);
+        if (!st) st = qtk__desc_add_meta(&c->desc, k, v);
         if (st) return st;
     }
     return check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk__kv, key), "metadata key");
@@ -240,10 +239,9 @@ static qtk_status decode_scalars(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "'scalars' is not a map");
     for (size_t i = 0; i < cbor_map_size(m); i++) {
         qtk_ckpt_scalar s = {0};
-        const char *why;
-        if (!qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &s.name, &why))
-            return qtk__err(QTK_E_FORMAT, "a scalar name is %s", why);
-        qtk_status st = qtk__bpk_decode_scalar(cbor_map_handle(m)[i].value, &s);
+        qtk_status st = qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &s.name, "a scalar name");
+        if (st) return st;
+        st = qtk__bpk_decode_scalar(cbor_map_handle(m)[i].value, &s);
         if (!st) st = qtk__desc_add_scalar(&c->desc, &s);
         if (st) return qtk__err_context(st, "scalar '%s'", s.name);
     }
