@@ -246,7 +246,7 @@ QTK_API void qtk_ckpt_hub_info(const qtk_ckpt *c, qtk_hub_info *info);
 
 /* A tensor's bytes, zero-copy where the file allows: data points into the map or into a
  * buffer the view owns. The bytes are validated (a quantized tensor as qtk_bytes_check
- * does). Release with qtk_ckpt_unload; owned_ and index_ are qtk's. */
+ * does). Release with qtk_ckpt_unload; owned and index are qtk's, not to be touched. */
 typedef struct qtk_ckpt_view {
     const uint8_t *data;
     size_t len;

@@ -52,4 +52,9 @@ cc -std=c11 -o "$work/qm_static" examples/quantize_matmul.c $(pkg-config --cflag
 cc -std=c11 -o "$work/ckpt_list_static" examples/ckpt_list.c $(pkg-config --cflags qtk-ckpt) "$lib/libqtk_ckpt.a" \
     "$lib/libqtk.a" $(pkg-config --libs libcbor jansson) $(pkg-config --libs-only-other --libs-only-l --static qtk | sed 's/-lqtk\b//')
 check "static libraries" "$work/ckpt_list_static"
+# the headers also compile as C++ (extern "C"), where a C++ compiler is at hand
+if command -v c++ >/dev/null 2>&1; then
+    printf '#include <qtk.h>\n#include <qtk_matmul.h>\n#include <qtk_ckpt.h>\nint main() { return qtk_version() ? 0 : 1; }\n' >"$work/h.cc"
+    c++ -std=c++11 -Wall -Werror -fsyntax-only $(pkg-config --cflags qtk-ckpt) "$work/h.cc"
+fi
 echo "test-install: installed to a $libdir prefix; examples built and run through find_package and pkg-config"

@@ -65,12 +65,11 @@ static qtk_status open_map(qtk_ckpt *c, const qtk__ckpt_ops *const *formats, siz
 qtk_status qtk__ckpt_new(const char *name, qtk_ckpt **out) {
     *out = NULL;
     qtk_ckpt *c = calloc(1, sizeof *c);
-    if (c) c->name = malloc(strlen(name) + 1);
+    if (c) c->name = qtk__strdup(name);
     if (!c || !c->name) {
         free(c);
         return qtk__err(QTK_E_NOMEM, "out of memory");
     }
-    memcpy(c->name, name, strlen(name) + 1);
     qtk__desc_init(&c->desc);
     atomic_init(&c->refs, 1);
     *out = c;

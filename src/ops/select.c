@@ -2,6 +2,7 @@
 #include "ops/select.h"
 
 #include "common/internal.h"
+#include "io/util.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -84,7 +85,7 @@ qtk_status qtk__select_rule(qtk__select *s, const char *rule) {
         return qtk__err_context(st, "rule '%s'", rule);
     }
     size_t n = (size_t)(eq - rule);
-    char *pat = malloc(n + 1), *text = malloc(strlen(rule) + 1);
+    char *pat = malloc(n + 1), *text = qtk__strdup(rule);
     qtk__rule *r = realloc(s->rules, (s->n_rules + 1) * sizeof *r);
     if (r) s->rules = r;
     if (!pat || !text || !r) {
@@ -94,7 +95,6 @@ qtk_status qtk__select_rule(qtk__select *s, const char *rule) {
     }
     memcpy(pat, rule, n);
     pat[n] = '\0';
-    strcpy(text, rule);
     qtk__rule *nr = &s->rules[s->n_rules];
     qtk_status st = compile(&nr->re, pat, "rule regex");
     free(pat);
