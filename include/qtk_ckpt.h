@@ -473,6 +473,37 @@ QTK_API void qtk_eval_total(const qtk_eval_report *r, size_t j, qtk_eval_cell *t
 QTK_API void qtk_eval_metrics_of(const qtk_eval_cell *c, qtk_eval_metrics *m);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Importance matrices (llama.cpp's imatrix)                                                   */
+/* ------------------------------------------------------------------------------------------ */
+
+/* llama.cpp's llama-imatrix measures, per weight matrix, the mean squared activation of each
+ * input column over a calibration text; quantizers weigh each element's squared error by its
+ * column's value (qtk_quantize_options.weights with calibration mse). Both file formats are
+ * read, recognised by content: GGUF (tensors NAME.in_sum2 and NAME.counts, F32: the sums of
+ * squares and the token counts, one per expert) and the legacy .dat (entries of name, call
+ * count and sums). Weights are sums / count (a GGUF count of 0 gives 1s, as llama.cpp does). */
+typedef struct qtk_imatrix qtk_imatrix;
+
+typedef struct qtk_imatrix_entry {
+    const char *name;      /* as the file names it: llama.cpp's tensor name ("blk.0.attn_q.weight") */
+    const float *weights;  /* columns x experts values, expert-major */
+    size_t columns;        /* the weight matrix's input dimension (its last extent) */
+    size_t experts;        /* 1, or the experts of a 3-D [experts, out, in] tensor */
+} qtk_imatrix_entry;
+
+QTK_API qtk_status qtk_imatrix_open(const char *path, qtk_imatrix **out);
+QTK_API qtk_status qtk_imatrix_open_memory(const void *data, size_t len, const char *name, qtk_imatrix **out);
+QTK_API void qtk_imatrix_close(qtk_imatrix *m);
+QTK_API size_t qtk_imatrix_count(const qtk_imatrix *m);
+QTK_API const qtk_imatrix_entry *qtk_imatrix_entry_at(const qtk_imatrix *m, size_t i);
+/* The importance of the checkpoint tensor named tensor: the entry of that name, else of the
+ * llama.cpp name a Hugging Face name maps to ("model.layers.3.self_attn.q_proj.weight" ->
+ * "blk.3.attn_q.weight"; one expert "model.layers.3.mlp.experts.5.up_proj.weight" -> expert 5
+ * of "blk.3.ffn_up_exps.weight"; docs/imatrix.md lists the mapping). Fills *e (its weights
+ * point into m) or returns QTK_E_NOTFOUND. */
+QTK_API qtk_status qtk_imatrix_lookup(const qtk_imatrix *m, const char *tensor, qtk_imatrix_entry *e);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Files                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 

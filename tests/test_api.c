@@ -513,6 +513,108 @@ static void allocation_failures(void) {
     if (getenv("QTK_TEST_VERBOSE")) fprintf(stderr, "allocation_failures: %ld allocations failed in turn, %ld reported QTK_E_NOMEM\n", total, nomem);
 }
 
+/* ---- importance matrices ---- */
+
+static void put_i32(uint8_t **p, int32_t x) {
+    memcpy(*p, &x, 4);
+    *p += 4;
+}
+
+/* A legacy .dat: two entries, ncall 4, then the optional trailer. */
+static size_t legacy_dat(uint8_t *b, bool trailer) {
+    uint8_t *p = b;
+    put_i32(&p, 2);
+    const char *names[2] = {"blk.0.attn_q.weight", "output.weight"};
+    for (int e = 0; e < 2; e++) {
+        put_i32(&p, (int32_t)strlen(names[e]));
+        memcpy(p, names[e], strlen(names[e]));
+        p += strlen(names[e]);
+        put_i32(&p, 4);  /* ncall */
+        put_i32(&p, 8);  /* nval */
+        for (int k = 0; k < 8; k++) {
+            float f = (float)(4 * (k + 1 + 10 * e)); /* sums: weights are these / 4 */
+            memcpy(p, &f, 4);
+            p += 4;
+        }
+    }
+    if (trailer) {
+        put_i32(&p, 17);
+        put_i32(&p, 4);
+        memcpy(p, "wiki", 4);
+        p += 4;
+    }
+    return (size_t)(p - b);
+}
+
+static void imatrix_files(void) {
+    uint8_t dat[512];
+    size_t n = legacy_dat(dat, true);
+    qtk_imatrix *m = NULL;
+    CHECK_OK(qtk_imatrix_open_memory(dat, n, "i.dat", &m));
+    CHECK(qtk_imatrix_count(m) == 2);
+    qtk_imatrix_entry e;
+    CHECK_OK(qtk_imatrix_lookup(m, "blk.0.attn_q.weight", &e));
+    CHECK(e.columns == 8 && e.experts == 1 && e.weights[0] == 1.0f && e.weights[7] == 8.0f);
+    /* a Hugging Face name finds llama.cpp's */
+    CHECK_OK(qtk_imatrix_lookup(m, "model.layers.0.self_attn.q_proj.weight", &e));
+    CHECK(e.columns == 8 && e.weights[3] == 4.0f);
+    CHECK_OK(qtk_imatrix_lookup(m, "lm_head.weight", &e));
+    CHECK(e.weights[0] == 11.0f);
+    CHECK_ERR(qtk_imatrix_lookup(m, "model.layers.1.self_attn.q_proj.weight", &e), QTK_E_NOTFOUND, "no entry for");
+    qtk_imatrix_close(m);
+    CHECK_OK(qtk_imatrix_open_memory(dat, legacy_dat(dat, false), "i.dat", &m)); /* no trailer */
+    qtk_imatrix_close(m);
+    /* truncated anywhere: an error, never a crash */
+    n = legacy_dat(dat, true);
+    size_t refused = 0;
+    for (size_t k = 0; k < n; k++) {
+        qtk_status st = qtk_imatrix_open_memory(dat, k, "t.dat", &m);
+        refused += st == QTK_E_FORMAT;
+        if (st == QTK_OK) qtk_imatrix_close(m);
+    }
+    CHECK_MSG(refused >= n - 2, "%zu of %zu truncations refused", refused, n); /* cut at the trailer's edges is whole */
+    uint8_t bad[512];
+    memcpy(bad, dat, n);
+    put_i32(&(uint8_t *){bad}, 1000000);
+    CHECK_ERR(qtk_imatrix_open_memory(bad, n, "b.dat", &m), QTK_E_FORMAT, "claims 1000000 imatrix entries");
+    memcpy(bad, dat, n);
+    float neg = -1.0f;
+    memcpy(bad + 4 + 4 + 19 + 8, &neg, 4); /* the first entry's first sum */
+    CHECK_ERR(qtk_imatrix_open_memory(bad, n, "b.dat", &m), QTK_E_VALUE, "importance is finite and >= 0");
+    CHECK_ERR(qtk_imatrix_open_memory("", 0, "e.dat", &m), QTK_E_FORMAT, "neither GGUF nor a legacy imatrix");
+    /* GGUF: sums and counts per expert, and a dense one */
+    qtk_writer *wr = NULL;
+    float sums[2 * 8], cnt[2] = {2, 0}, one[1] = {5}, dense[8];
+    for (int k = 0; k < 16; k++) sums[k] = (float)(k + 1);
+    for (int k = 0; k < 8; k++) dense[k] = 10.0f;
+    size_t s16[2] = {2, 8}, s2[1] = {2}, s1[1] = {1}, s8[1] = {8};
+    CHECK_OK(qtk_writer_create(at("i.gguf"), &(qtk_write_options){.force = 1}, &wr));
+    CHECK_OK(qtk_writer_add_raw(wr, "blk.3.ffn_up_exps.weight.in_sum2", QTK_ELEM_F32, s16, 2, sums));
+    CHECK_OK(qtk_writer_add_raw(wr, "blk.3.ffn_up_exps.weight.counts", QTK_ELEM_F32, s2, 1, cnt));
+    CHECK_OK(qtk_writer_add_raw(wr, "blk.3.attn_k.weight.in_sum2", QTK_ELEM_F32, s8, 1, dense));
+    CHECK_OK(qtk_writer_add_raw(wr, "blk.3.attn_k.weight.counts", QTK_ELEM_F32, s1, 1, one));
+    CHECK_OK(qtk_writer_add_meta(wr, "general.type", "imatrix"));
+    CHECK_OK(qtk_writer_commit(wr));
+    CHECK_OK(qtk_imatrix_open(at("i.gguf"), &m));
+    CHECK(qtk_imatrix_count(m) == 2);
+    CHECK_OK(qtk_imatrix_lookup(m, "blk.3.ffn_up_exps.weight", &e));
+    CHECK(e.columns == 8 && e.experts == 2 && e.weights[0] == 0.5f && e.weights[8] == 1.0f); /* count 0: weights 1 */
+    CHECK_OK(qtk_imatrix_lookup(m, "model.layers.3.mlp.experts.0.up_proj.weight", &e)); /* one expert's slice */
+    CHECK(e.experts == 1 && e.weights[7] == 4.0f);
+    CHECK_ERR(qtk_imatrix_lookup(m, "model.layers.3.mlp.experts.2.up_proj.weight", &e), QTK_E_NOTFOUND, "has 2 experts");
+    CHECK_OK(qtk_imatrix_lookup(m, "model.layers.3.self_attn.k_proj.weight", &e));
+    CHECK(e.weights[0] == 2.0f);
+    qtk_imatrix_close(m);
+    /* GGUF without counts, or not an imatrix at all */
+    CHECK_OK(qtk_writer_create(at("j.gguf"), &(qtk_write_options){.force = 1}, &wr));
+    CHECK_OK(qtk_writer_add_raw(wr, "x.in_sum2", QTK_ELEM_F32, s8, 1, dense));
+    CHECK_OK(qtk_writer_commit(wr));
+    CHECK_ERR(qtk_imatrix_open(at("j.gguf"), &m), QTK_E_FORMAT, "'x.in_sum2' has no 'x.counts' beside it");
+    CHECK_ERR(qtk_imatrix_open(at("m.gguf"), &m), QTK_E_FORMAT, "without imatrix entries");
+    CHECK_ERR(qtk_imatrix_open(at("missing.dat"), &m), QTK_E_IO, "missing.dat");
+    CHECK(m == NULL);
+}
+
 static void setup(void) {
     snprintf(dir, sizeof dir, "/tmp/qtk-api-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
@@ -546,4 +648,4 @@ static void teardown(void) {
 }
 
 TEST_MAIN("api", T(setup), T(every_format), T(zero_copy), T(writer_stream), T(open_errors), T(convert_and_eval),
-          T(allocation_failures), T(teardown))
+          T(imatrix_files), T(allocation_failures), T(teardown))
