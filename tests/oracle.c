@@ -308,7 +308,9 @@ int oracle_quantize(const float *x, const size_t *shape, int rank, const qtk_sch
     if (g.two) wr32(out + g.vbytes + g.sbytes, bits_of(gl));
     if (g.lookup)
         for (unsigned i = 0; i < (1u << g.bits); i++) wr32(out + g.vbytes + g.sbytes + g.gbytes + 4 * i, bits_of(table[i]));
-    int native_int = s->store == QTK_STORE_NATIVE && is_int(s->value) && !g.lookup;
+    /* SPEC §4: native and packed stores of everything but e2m1 hold one field per byte,
+     * integer fields sign-extended to int8 */
+    int native_int = s->store != QTK_STORE_U32 && g.fpu == 1 && is_int(s->value) && !g.lookup;
     for (size_t i = 0; i < g.numel; i++) {
         coords(&g, i, c);
         float e = eff[group_of(&g, c)];

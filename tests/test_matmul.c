@@ -1,8 +1,11 @@
 /* test_matmul.c — qtk_matmul against dequantize + an f64-accumulated reference, for every
  * value, store, block shape, lookup table and two-level scheme, both layouts, awkward
- * shapes (K < block, partial blocks, odd K and N, M = 1, 3, 5, 64), every path (reference,
- * exact fused/tiled, generic, integer) at every ISA level this machine runs, with and
- * without bias, f16/bf16 activations, misaligned buffers and several thread counts.
+ * shapes (K < block, partial blocks, odd K and N, M = 1 to 67), every path (reference,
+ * exact fused/tiled, generic, integer with each of its dot-product flavours) at every ISA
+ * level this machine runs — and the portable body also at 8 and 16 lanes (AVX2's and
+ * AVX-512's widths, mm_body_w8.c / mm_body_w16.c), so that the kernels every vocabulary runs
+ * are exercised on any machine — with and without bias, f16/bf16 activations, misaligned
+ * buffers, extreme scales and activations, and several thread counts.
  *
  * The bounds checked are the ones qtk_matmul.h states, evaluated per output from the actual
  * data: exact  |y - y64| <= γ(K+2) · (Σ|x w'| + |b|)
@@ -14,16 +17,20 @@
 #include "matmul/mm.h"
 #include "qtk_matmul.h"
 
+extern const qtk__mm_isa qtk__mm_isa_portable8, qtk__mm_isa_portable16;
+
 static const char *const SCHEMES[] = {
     /* integers: every value, stores, block shapes */
     "q8f,block=32:f16", "q8s,block=32:f32", "q8s,block=32:ue4m3", "q8f,store=native", "q8s,block=32:f16,store=u32:1",
     "q8f,block=8:f16", "q4f,block=32:f16", "q4s,block=32:bf16", "q4f,block=32:f16,store=native", "q4f,block=*:f32",
     "q4f,block=2x16:f16", "q4f,block=48:f16", "q4s,block=64:f16", "q4f,block=128:f16", "q4f,block=*x1:f32",
     "q4f,block=32:f16,store=u32:1", "q4f,block=16:f16,tensor=f32", "q2f,block=16:f16", "q2s,block=32:f16", "q2s",
-    "q2s,block=32:f16,store=native", "q2f,block=64:ue8m0", "q8s,block=7:f32",
+    "q2s,block=32:f16,store=native", "q2f,block=64:ue8m0", "q8s,block=7:f32", "q4s,block=32:f16,store=packed",
+    "q2f,block=16:f16,store=packed", "q8s,block=8:f16", "q8f,block=96:bf16", "q4f,block=4:f16", "q2s,block=16:f16",
     /* minifloats */
     "e4m3,block=32:f32", "e4m3,block=32:f16,store=u32", "e5m2,block=16:bf16", "e2m1,block=32:ue8m0,store=packed",
-    "e2m1,block=32:f16,store=native", "e2m1,block=32:f16", "nvfp4", "mxfp4", "mxfp8",
+    "e2m1,block=32:f16,store=native", "e2m1,block=32:f16", "nvfp4", "mxfp4", "mxfp8", "e4m3,block=8:f16",
+    "e5m2,block=4:f32", "e2m1,block=16:ue4m3",
     /* lookup */
     "nf4", "q4f,table=iq4nl,block=32:f16", "q4f,table=nf4,block=64:f32,store=native", "q2f,table=tq2,block=32:f16",
     "q8f,table=t256,block=32:f16",
@@ -224,28 +231,42 @@ static qtk_status run(const problem *p, qtk_precision prec, int threads, float *
 
 static const qtk_isa ISAS[] = {QTK_ISA_SCALAR, QTK_ISA_AVX2, QTK_ISA_AVX512};
 
-/* Kernel configurations: ISA level, test hooks, CPU features withheld. */
+/* Kernel configurations: ISA level, test hooks, CPU features withheld, and the portable body
+ * at another width in place of the level's kernels. */
 typedef struct {
     qtk_isa isa;
     unsigned hooks, drop;
+    const qtk__mm_isa *body;
 } config;
 static const config CONFIGS[] = {
-    {QTK_ISA_SCALAR, 0, 0},
-    {QTK_ISA_SCALAR, QTK__MM_HOOK_INT_ANY_M, 0},
-    {QTK_ISA_AVX2, 0, 0},
-    {QTK_ISA_AVX2, QTK__MM_HOOK_INT_ANY_M, 0},
-    {QTK_ISA_AVX2, QTK__MM_HOOK_GENERIC, 0},
-    {QTK_ISA_AVX2, QTK__MM_HOOK_NO_FUSED, 0},
-    {QTK_ISA_AVX2, QTK__MM_HOOK_FUSED, 0},
-    {QTK_ISA_AVX2, 0, QTK_CPU_AVXVNNI | QTK_CPU_AVX512VNNI},
-    {QTK_ISA_AVX512, 0, 0},
-    {QTK_ISA_AVX512, QTK__MM_HOOK_GENERIC, 0},
-    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_FUSED, 0},
-    {QTK_ISA_AVX512, QTK__MM_HOOK_FUSED, 0},
-    {QTK_ISA_AVX512, 0, QTK_CPU_AVX512VNNI},
-    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, 0},
-    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, QTK_CPU_AVX512VNNI},
-    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_TERN, 0},
+    {QTK_ISA_SCALAR, 0, 0, NULL},
+    {QTK_ISA_SCALAR, QTK__MM_HOOK_INT_ANY_M, 0, NULL},
+    {QTK_ISA_PORTABLE, 0, 0, NULL},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_INT_MAD, 0, NULL},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_TERN, 0, NULL},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_GENERIC, 0, NULL},
+    {QTK_ISA_PORTABLE, 0, 0, &qtk__mm_isa_portable8},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_INT_MAD, 0, &qtk__mm_isa_portable8},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_NO_FUSED, 0, &qtk__mm_isa_portable8},
+    {QTK_ISA_PORTABLE, 0, 0, &qtk__mm_isa_portable16},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_INT_MAD, 0, &qtk__mm_isa_portable16},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_TERN | QTK__MM_HOOK_INT_ANY_M, 0, &qtk__mm_isa_portable16},
+    {QTK_ISA_PORTABLE, QTK__MM_HOOK_NO_FUSED, 0, &qtk__mm_isa_portable16},
+    {QTK_ISA_AVX2, 0, 0, NULL},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_INT_ANY_M, 0, NULL},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_GENERIC, 0, NULL},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_NO_FUSED, 0, NULL},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_FUSED, 0, NULL},
+    {QTK_ISA_AVX2, QTK__MM_HOOK_TERN, 0, NULL},
+    {QTK_ISA_AVX2, 0, QTK_CPU_AVXVNNI | QTK_CPU_AVX512VNNI, NULL},
+    {QTK_ISA_AVX512, 0, 0, NULL},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_GENERIC, 0, NULL},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_FUSED, 0, NULL},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_FUSED, 0, NULL},
+    {QTK_ISA_AVX512, 0, QTK_CPU_AVX512VNNI, NULL},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, 0, NULL},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, QTK_CPU_AVX512VNNI, NULL},
+    {QTK_ISA_AVX512, QTK__MM_HOOK_NO_TERN, 0, NULL},
 };
 #define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
 
@@ -267,8 +288,10 @@ static void all_schemes_all_paths(void) {
                     if (qtk_set_isa(cf->isa) != QTK_OK) continue;
                     qtk__mm_set_hooks(cf->hooks);
                     qtk__mm_set_feature_mask(cf->drop);
+                    qtk__mm_set_isa_override(cf->body);
                     for (int prec = 0; prec < 2; prec++) {
-                        const unsigned int_hooks = QTK__MM_HOOK_NO_TERN | QTK__MM_HOOK_INT_ANY_M;
+                        const unsigned int_hooks = QTK__MM_HOOK_NO_TERN | QTK__MM_HOOK_INT_ANY_M | QTK__MM_HOOK_TERN |
+                                                   QTK__MM_HOOK_INT_MAD;
                         if (prec == 1 && (cf->hooks & ~int_hooks)) break; /* exact-path hooks */
                         if (prec == 0 && (cf->hooks & int_hooks)) continue;
                         if (prec == 0 && cf->drop) continue; /* features matter to the integer path only */
@@ -278,8 +301,9 @@ static void all_schemes_all_paths(void) {
                         CHECK_OK(run(&p, (qtk_precision)prec, 1 + (int)(sh % 3), y));
                         char what[256];
                         snprintf(what, sizeof what, "%s layout %s M=%zu N=%zu K=%zu isa %s hooks %u drop %x %s path %s",
-                                 SCHEMES[si], lay ? "kn" : "nk", p.M, p.N, p.K, qtk_isa_name(cf->isa), cf->hooks,
-                                 cf->drop, prec ? "fast" : "exact", qtk_mm_path_name(path));
+                                 SCHEMES[si], lay ? "kn" : "nk", p.M, p.N, p.K,
+                                 cf->body ? cf->body->name : qtk_isa_name(cf->isa), cf->hooks, cf->drop,
+                                 prec ? "fast" : "exact", qtk_mm_path_name(path));
                         check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
                         /* FAST on a scheme with no integer path must fall back to the exact path */
                         if (prec == 0) CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact ran integer", what);
@@ -288,6 +312,7 @@ static void all_schemes_all_paths(void) {
                 }
                 qtk__mm_set_feature_mask(0);
                 qtk__mm_set_hooks(0);
+                qtk__mm_set_isa_override(NULL);
                 qtk_set_isa(QTK_ISA_AUTO);
                 free(y);
                 problem_free(&p);
@@ -705,5 +730,179 @@ static void errors(void) {
     CHECK(strcmp(qtk_mm_path_name((qtk_mm_path)42), "?") == 0);
 }
 
+/* Kernel configurations of the SIMD levels this machine runs (the portable body at every
+ * width included), for the sweeps below. */
+static size_t simd_configs(const config **out) {
+    size_t n = 0;
+    for (size_t ci = 0; ci < N_CONFIGS; ci++) {
+        const config *cf = &CONFIGS[ci];
+        if (cf->isa == QTK_ISA_SCALAR || cf->drop || (cf->hooks & (QTK__MM_HOOK_GENERIC | QTK__MM_HOOK_INT_ANY_M))) continue;
+        if (qtk_set_isa(cf->isa) != QTK_OK) continue;
+        out[n++] = cf;
+    }
+    qtk_set_isa(QTK_ISA_AUTO);
+    return n;
+}
+
+static void use_config(const config *cf) {
+    qtk_set_isa(cf->isa);
+    qtk__mm_set_hooks(cf->hooks);
+    qtk__mm_set_isa_override(cf->body);
+}
+static void reset_config(void) {
+    qtk__mm_set_hooks(0);
+    qtk__mm_set_isa_override(NULL);
+    qtk_set_isa(QTK_ISA_AUTO);
+}
+static const char *config_name(const config *cf) { return cf->body ? cf->body->name : qtk_isa_name(cf->isa); }
+
+/* Every decode kind at M = 1..67 (fused kernels up to 8 rows of x, in tiles of 4, 2, 1; the
+ * tiled drivers above), K never a multiple of the block or of a step, N never a multiple of
+ * a tile or of the 16 rows a thread takes, both layouts, both precisions, every kernel
+ * configuration: each output within the bound of qtk_matmul.h. */
+static void m_sweep_awkward(void) {
+    register_tables();
+    static const char *const specs[] = {"q8s,block=32:f16",  "q4f,block=32:f16", "q2s,block=256:f16", "nvfp4",
+                                        "e2m1,block=32:f16,store=native", "nf4", "q2f,table=tq2,block=32:f16",
+                                        "e4m3,block=32:f32", "e5m2,block=16:bf16", "q4f,table=iq4nl,block=32:f16",
+                                        "q4s,block=16:f16", "mxfp4"};
+    static const size_t ks[] = {33, 97, 300, 1, 259, 70}, ns[] = {5, 17, 33, 1, 47};
+    const config *cfs[N_CONFIGS];
+    size_t ncf = simd_configs(cfs), runs = 0;
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
+        for (size_t M = 1; M <= 67; M += M < 10 ? 1 : M < 60 ? 9 : 3) {
+            size_t K = ks[(M + si) % 6], N = ns[(M * 3 + si) % 5];
+            qtk_mm_layout lay = (qtk_mm_layout)((M + si) % 2);
+            problem p;
+            if (!problem_init(&p, specs[si], lay, M, N, K, M % 3 == 0, 500 + M * 13 + si)) continue;
+            float *y = malloc((M * N + 1) * sizeof(float));
+            for (size_t ci = 0; ci < ncf; ci++) {
+                use_config(cfs[ci]);
+                for (int prec = 0; prec < 2; prec++) {
+                    qtk_mm_path path;
+                    qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};
+                    CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
+                    CHECK_OK(run(&p, (qtk_precision)prec, 1 + (int)(M % 3), y));
+                    char what[256];
+                    snprintf(what, sizeof what, "%s %s M=%zu N=%zu K=%zu %s hooks %u %s path %s", specs[si],
+                             lay ? "kn" : "nk", M, N, K, config_name(cfs[ci]), cfs[ci]->hooks, prec ? "fast" : "exact",
+                             qtk_mm_path_name(path));
+                    check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
+                    runs++;
+                }
+            }
+            reset_config();
+            free(y);
+            problem_free(&p);
+        }
+    printf("  %zu matmuls checked\n", runs);
+}
+
+/* The fused kernels and the integer path give the same bits for every thread count (each
+ * output is one thread's, computed in one order). */
+static void thread_invariance(void) {
+    static const char *const specs[] = {"q4f,block=32:f16", "q2s,block=256:f16", "nvfp4", "e4m3,block=32:f32", "nf4",
+                                        "q8s,block=32:f16"};
+    static const size_t ms[] = {1, 3, 8, 20};
+    const config *cfs[N_CONFIGS];
+    size_t ncf = simd_configs(cfs);
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
+        for (int lay = 0; lay < 2; lay++)
+            for (size_t mi = 0; mi < 4; mi++) {
+                problem p;
+                if (!problem_init(&p, specs[si], (qtk_mm_layout)lay, ms[mi], 300, 200, true, 31 + si)) continue;
+                size_t ny = p.M * p.N;
+                float *y1 = malloc(ny * sizeof(float)), *yt = malloc(ny * sizeof(float));
+                for (size_t ci = 0; ci < ncf; ci++) {
+                    use_config(cfs[ci]);
+                    for (int prec = 0; prec < 2; prec++) {
+                        CHECK_OK(run(&p, (qtk_precision)prec, 1, y1));
+                        for (int th = 2; th <= 7; th += 5 - th / 4 * 3) { /* 2, 5, 7 */
+                            CHECK_OK(run(&p, (qtk_precision)prec, th, yt));
+                            CHECK_MSG(memcmp(y1, yt, ny * sizeof(float)) == 0, "%s %s M=%zu %s %s: 1 and %d threads differ",
+                                      specs[si], lay ? "kn" : "nk", p.M, config_name(cfs[ci]), prec ? "fast" : "exact", th);
+                        }
+                    }
+                }
+                reset_config();
+                free(y1);
+                free(yt);
+                problem_free(&p);
+            }
+}
+
+/* y of bytes built by hand (the scales given as stored codes), x given, in f64 from the
+ * dequantized weights: for extreme scales and activations. */
+static void check_bytes(const char *spec, const uint8_t *bytes, size_t len, size_t N, size_t K, const float *x, size_t M,
+                        const char *what) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse(spec, &s));
+    size_t shape[2] = {N, K};
+    qtk_tensor *t = NULL;
+    CHECK_OK(qtk_tensor_from_bytes(bytes, len, shape, 2, &s, &t));
+    if (!t) return;
+    float *wd = malloc(N * K * sizeof(float)), *y = malloc(M * N * sizeof(float));
+    CHECK_OK(qtk_dequantize(t, QTK_DTYPE_F32, wd, N * K));
+    const config *cfs[N_CONFIGS];
+    size_t ncf = simd_configs(cfs);
+    for (size_t ci = 0; ci <= ncf; ci++) {
+        if (ci < ncf) use_config(cfs[ci]);
+        else qtk_set_isa(QTK_ISA_SCALAR);
+        qtk_matmul_options o = {QTK_MM_NK, QTK_PRECISION_EXACT, 1};
+        CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, M, K, NULL, y, N, &o));
+        for (size_t m = 0; m < M; m++)
+            for (size_t n = 0; n < N; n++) {
+                double acc = 0, sa = 0;
+                bool inf = false;
+                for (size_t k = 0; k < K; k++) {
+                    double pr = (double)x[m * K + k] * wd[n * K + k];
+                    inf = inf || isinf(wd[n * K + k]);
+                    acc += pr;
+                    sa += fabs(pr);
+                }
+                double got = y[m * N + n];
+                bool ok = inf ? isinf(got) || isnan(got) : fabs(got - acc) <= gamma_n((double)K + 2) * sa;
+                CHECK_MSG(ok, "%s %s: y[%zu][%zu] = %g, want %g (bound %g)", what,
+                          ci < ncf ? config_name(cfs[ci]) : "scalar", m, n, got, acc, gamma_n((double)K + 2) * sa);
+            }
+    }
+    reset_config();
+    qtk_tensor_free(t);
+    free(wd);
+    free(y);
+}
+
+/* Scales too small to carry the kernels' 2^-24 (ue8m0 2^-127.., bf16 subnormals), scales so
+ * large that value x scale overflows (w' = inf, as qtk_dequantize gives), activations near
+ * 2^100: the exact path keeps the products the reference forms. */
+static void extreme_scales(void) {
+    const size_t N = 6, K = 96, M = 1;
+    uint64_t seed = 77;
+    float x[96], xb[96];
+    for (size_t k = 0; k < K; k++) {
+        x[k] = trand_normal(&seed) * 0x1p60f;
+        xb[k] = trand_normal(&seed) * 0x1p100f;
+    }
+    /* mxfp4: two codes per byte, then one ue8m0 per block of 32 */
+    uint8_t mx[6 * 48 + 6 * 3];
+    for (size_t i = 0; i < 6 * 48; i++) mx[i] = (uint8_t)trand_u64(&seed);
+    for (size_t i = 0; i < 18; i++) mx[6 * 48 + i] = (uint8_t)(i < 3 || i % 3 == 0 ? 1 + i % 5 : 100 + i); /* 2^-126 .. */
+    check_bytes("mxfp4", mx, sizeof mx, N, K, x, M, "mxfp4 tiny scales");
+    /* q4f with bf16 scales: subnormal ones, then huge ones (7 x 2^126 overflows) */
+    uint8_t q4[6 * 48 + 6 * 3 * 2];
+    for (size_t i = 0; i < 6 * 48; i++) q4[i] = (uint8_t)trand_u64(&seed);
+    for (size_t i = 0; i < 18; i++) qtk__st16(q4 + 6 * 48 + 2 * i, (uint16_t)(i < 6 || i % 2 ? 0x0003u + i : 0x3f80u)); /* 2^-133.., 1 */
+    check_bytes("q4f,block=32:bf16", q4, sizeof q4, N, K, x, M, "q4f bf16 subnormal scales");
+    for (size_t i = 0; i < 18; i++) qtk__st16(q4 + 6 * 48 + 2 * i, (uint16_t)(i % 6 == 1 ? 0x7e80u : 0x7b00u)); /* 2^126, 2^119 */
+    float xs[96];
+    for (size_t k = 0; k < K; k++) xs[k] = trand_normal(&seed) * 0x1p-100f;
+    check_bytes("q4f,block=32:bf16", q4, sizeof q4, N, K, xs, M, "q4f bf16 huge scales");
+    /* q4f f16 scales and activations near 2^100 */
+    for (size_t i = 0; i < 18; i++) qtk__st16(q4 + 6 * 48 + 2 * i, (uint16_t)(0x3c00u + 37 * i));
+    check_bytes("q4f,block=32:f16", q4, sizeof q4, N, K, xb, M, "q4f huge activations");
+    check_bytes("q4f,block=32:f16", q4, sizeof q4, N, K, x, M, "q4f");
+}
+
 TEST_MAIN("matmul", T(errors), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
-          T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths))
+          T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
+          T(thread_invariance), T(extreme_scales))

@@ -40,7 +40,9 @@ qtk_status qtk__plan_from_layout(qtk__plan *p, const qtk_scheme *s, const qtk_la
     p->pack_last = p->fpu > 1 && p->L.pack_axis == p->erank - 1;
     p->lookup = s->mode == QTK_MODE_LOOKUP;
     p->kind = p->vi->kind;
-    p->native_int = s->store == QTK_STORE_NATIVE && p->kind == QTK__KIND_INT && !p->lookup;
+    /* SPEC §4: native and packed stores (other than e2m1's two per byte) hold one field per
+     * byte, integer fields sign-extended to int8 */
+    p->native_int = s->store != QTK_STORE_U32 && p->fpu == 1 && p->kind == QTK__KIND_INT && !p->lookup;
     p->lo = (float)p->vi->lo;
     p->hi = (float)p->vi->hi;
     p->fmax = p->vi->max;

@@ -27,7 +27,7 @@ typedef struct qtk__plan {
     bool pack_last;               /* fields packed along the last axis (fpu > 1) */
     unsigned fpu, unit_bytes, bits;
     uint32_t mask;                /* (1 << bits) - 1 */
-    bool native_int;              /* native store of integer fields: bytes are sign-extended */
+    bool native_int;              /* integer fields one per byte (native, packed): sign-extended */
     bool lookup;
     qtk__value_kind kind;         /* kind of the value (lookup fields are indices whatever it is) */
     float lo, hi;                 /* integer range as floats */

@@ -543,13 +543,15 @@ static QTK_ALWAYS_INLINE vi load_codes(const decoder *d, const uint8_t *row, con
     const qtk__plan *p = d->p;
     uint8_t tmp[4 * VW + 8];
     switch (d->mode) {
-    case FIELDS_BYTE:
-        if (n < VW) {
+    case FIELDS_BYTE: {
+        const uint8_t *src = row + j;
+        if (n < VW) { /* a row's last n fields: read only those (and no pointer before tmp) */
             memset(tmp, 0, VW);
-            memcpy(tmp, row + j, n);
-            row = tmp - j;
+            memcpy(tmp, src, n);
+            src = tmp;
         }
-        return sign_extend ? vi_load_i8(row + j) : vi_load_u8(row + j);
+        return sign_extend ? vi_load_i8(src) : vi_load_u8(src);
+    }
     case FIELDS_NIBBLE:
         if (n < VW) {
             memset(tmp, 0, VW);

@@ -12,8 +12,10 @@
 /* ---- test hooks ---- */
 
 static atomic_uint hooks_bits, feature_drop;
+static _Atomic(const qtk__mm_isa *) isa_override;
 
 void qtk__mm_set_hooks(unsigned hooks) { atomic_store(&hooks_bits, hooks); }
+void qtk__mm_set_isa_override(const qtk__mm_isa *isa) { atomic_store(&isa_override, isa); }
 unsigned qtk__mm_hooks(void) { return atomic_load(&hooks_bits); }
 void qtk__mm_set_feature_mask(unsigned drop) { atomic_store(&feature_drop, drop); }
 unsigned qtk__mm_features(void) { return qtk__cpu_features() & ~atomic_load(&feature_drop); }
@@ -29,6 +31,8 @@ const char *qtk_mm_path_name(qtk_mm_path p) {
 }
 
 static const qtk__mm_isa *active_isa(void) {
+    const qtk__mm_isa *o = atomic_load(&isa_override);
+    if (o) return o;
     switch (qtk__isa_active()) {
 #ifdef QTK_HAVE_AVX512
     case QTK_ISA_AVX512: return &qtk__mm_isa_avx512;
@@ -36,6 +40,7 @@ static const qtk__mm_isa *active_isa(void) {
 #ifdef QTK_HAVE_AVX2
     case QTK_ISA_AVX2: return &qtk__mm_isa_avx2;
 #endif
+    case QTK_ISA_PORTABLE: return &qtk__mm_isa_portable;
     default: return &qtk__mm_isa_ref;
     }
 }
@@ -113,7 +118,7 @@ static void choose(qtk__mm *c, const qtk_matmul_options *o) {
         c->path = QTK_MM_PATH_REFERENCE;
         return;
     }
-    if (isa->decode && (!(hooks & QTK__MM_HOOK_GENERIC) || !c->w.p)) c->smode = qtk__mm_stream_mode(&c->w, isa->lanes, c->w.C);
+    if (isa->decode && (!(hooks & QTK__MM_HOOK_GENERIC) || !c->w.p)) c->smode = isa->stream_mode(&c->w, c->w.C);
     if (c->smode == QTK__SM_NONE) {
         c->path = QTK_MM_PATH_GENERIC;
         return;
@@ -136,19 +141,26 @@ static qtk_status prepare(qtk__mm *c) {
     case QTK_MM_PATH_INTEGER: return isa->int_prepare(c);
     default: break;
     }
+    /* the exact path's step order (the generic decoder's natural order: sf = 0) */
+    c->sf = 0;
+    if (c->path == QTK_MM_PATH_EXACT) {
+        c->sf = isa->step(&c->w);
+        isa->order(&c->w, c->perm);
+    }
     if (c->layout == QTK_MM_KN) {
         c->ws_floats = c->fused ? QTK__MM_KNF_WS : qtk__mm_gemm_ws(c, c->N);
         return QTK_OK;
     }
-    /* nk: activations in the stream's chunk order (natural for the generic decoder) */
-    unsigned per = c->path == QTK_MM_PATH_EXACT ? c->w.per : 1u, L = isa->lanes;
-    size_t C = (size_t)per * L;
+    /* nk: activations in step order, K padded to whole steps (tiles: to whole vectors) */
+    const size_t L = isa->lanes, C = c->sf ? c->sf : L;
     c->kp = qtk__ceil_div(K, C) * C;
+    bool xok = true;
     if (c->fused) {
         c->xp = qtk__malloc(M * c->kp * sizeof(float));
         if (!c->xp) return qtk__err(QTK_E_NOMEM, "out of memory for the activations");
-        for (size_t m = 0; m < M; m++) qtk__mm_permute(c->x + m * K, K, per, L, c->xp + m * c->kp, c->kp);
-        c->ws_floats = 0;
+        for (size_t m = 0; m < M; m++) xok &= qtk__mm_permute_steps(c->x + m * K, K, c->perm, c->sf, c->xp + m * c->kp, c->kp);
+        c->xbig = !xok;
+        c->ws_floats = isa->row_ws(c);
         return QTK_OK;
     }
     c->mp = qtk__ceil_div(M, L) * L;
@@ -165,7 +177,7 @@ static qtk_status prepare(qtk__mm *c) {
     for (size_t m0 = 0; m0 < c->mp; m0 += G) {
         size_t g = c->mp - m0 < G ? c->mp - m0 : G;
         for (size_t i = 0; i < g; i++) {
-            if (m0 + i < M) qtk__mm_permute(c->x + (m0 + i) * K, K, per, L, blk + i * c->kp, c->kp);
+            if (m0 + i < M) qtk__mm_permute_steps(c->x + (m0 + i) * K, K, c->perm, c->sf, blk + i * c->kp, c->kp);
             else memset(blk + i * c->kp, 0, c->kp * sizeof(float)); /* padding rows */
         }
         for (size_t k = 0; k < c->kp; k++) {

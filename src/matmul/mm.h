@@ -12,12 +12,10 @@
  * else (fields packed along the rows, 8-bit lookup tables, block sizes that do not line up
  * with a vector) goes through the element codecs of plan.h: the generic path.
  *
- * Chunk order. A vector of L f32 lanes (16 for AVX-512, 8 for AVX2) decodes one chunk of
- * C = per * L consecutive fields, per = 8 / cw codes per byte: vector j (0 <= j < per)
- * holds the fields per*l + j, l = 0..L-1 (low nibbles in one vector, high nibbles in the
- * other). Kernels that multiply along the row (nk) keep W in this order and permute the
- * activations to match once per call (qtk__mm_permute); kernels that need the natural
- * order (kn panels) interleave the vectors back. */
+ * Step order. The SIMD kernels (mm_body.h) decode a row a step at a time (a few vectors'
+ * worth of fields) into vectors whose lanes hold the fields in an order of their own (see
+ * mm_body.h); the activations are permuted to match once per call (qtk__mm_permute_steps
+ * with the order isa->order gives), and kn kernels put their output columns back. */
 #ifndef QTK_MM_H
 #define QTK_MM_H
 
@@ -36,12 +34,15 @@ typedef enum qtk__mmk {
     QTK__MMK_T2        /* four 2-bit codes per byte, value table[code & 3] */
 } qtk__mmk;
 
-/* How a chunk of the stream finds its scales (qtk__mm_stream_mode). */
+/* How a step of the stream finds its scales (isa->stream_mode). */
 enum {
     QTK__SM_NONE = 0, /* not streamable at this vector width */
-    QTK__SM_CHUNK,    /* one scale per chunk: block along C a multiple of C, or >= the row */
-    QTK__SM_SPLIT     /* the chunk spans C / bc blocks (bc = 16 or 32 dividing C) */
+    QTK__SM_CHUNK,    /* one scale per step: blocks of whole steps, or one block per row */
+    QTK__SM_SPLIT     /* the step spans several blocks, each of whole groups of lanes */
 };
+
+/* Fields in one step of the widest kernels (4 codes per byte x 64 bytes). */
+#define QTK__MM_STEP_MAX 256u
 
 typedef struct qtk__mmw {
     const qtk__plan *p;     /* geometry and codecs; NULL for dense f32 weights */
@@ -85,9 +86,13 @@ typedef struct qtk__mm {
     float *y;           /* [M][N] */
     const struct qtk__mm_isa *isa;
     qtk_mm_path path;
-    bool fused;         /* nk exact: registers-only kernel (small M) instead of tiles */
-    int smode;          /* QTK__SM_* for the stream at isa->lanes */
-    /* nk exact: activations in chunk order, K padded with zeros to kp */
+    bool fused;         /* registers-only kernel (small M) instead of tiles */
+    int smode;          /* QTK__SM_* for the stream at the isa's width */
+    /* exact path: the order of the fields in a step of sf (identity: sf = 0) */
+    size_t sf;
+    uint16_t perm[QTK__MM_STEP_MAX];
+    bool xbig;          /* some |x| >= 2^90 or not finite (the fused kernel's exact shortcut is off) */
+    /* nk exact: activations in step order, K padded with zeros to kp */
     size_t kp;
     float *xp;          /* [M][kp] (fused) */
     float *xt;          /* [kp][mp] transposed (tiles) */
@@ -98,7 +103,8 @@ typedef struct qtk__mm {
     float *xs;          /* scales: per block (portable) or per lane (SIMD), see the kernels */
     int32_t *xc;        /* SIMD: per-lane offset corrections (see mm_avx512_int.c) */
     size_t xs_ld, xc_ld;/* per-row strides of xs and xc */
-    bool vnni;          /* integer path: the kernel uses VNNI dot products (xc needed) */
+    int ivar;           /* integer path: the flavour of dot product (mm_body_int.h) */
+    int ioff;           /* integer path: the offset added to the weights (xc holds -ioff x Σq) */
     /* per-thread scratch */
     size_t ws_floats;
 } qtk__mm;
@@ -117,8 +123,8 @@ typedef struct qtk__mm_isa {
     /* kn exact, streamed, small M (ws: qtk__mm_knf_ws floats) */
     qtk__mm_range_fn kn_fused;
     /* Decodes tensor rows [r0, r0+nr), columns [c0, c0+nc) into dst (row stride ld),
-     * scaled, in chunk order (chunked) or natural order. Columns at or beyond C decode
-     * to 0 (chunked tiles may run past C up to the chunk boundary). */
+     * scaled: in step order for the SIMD decoders (c0 and nc multiples of the step), natural
+     * order for the generic one. */
     void (*decode)(const qtk__mm *c, size_t r0, size_t nr, size_t c0, size_t nc, bool chunked, float *dst,
                    size_t ld);
     /* C[i][j] = (acc ? C[i][j] : 0) + Σ_k A[i*lda + k] · B[k*ldb + j], i < ir, j < jr (a
@@ -128,9 +134,16 @@ typedef struct qtk__mm_isa {
     /* integer path (NULL: none at this level) */
     qtk_status (*int_prepare)(qtk__mm *c);
     qtk__mm_range_fn nk_int;
+    /* the stream: fields per step, their order in a step, how a step finds its scales (for
+     * rows of len fields), and the fused kernels' scratch (floats per thread) */
+    size_t (*step)(const qtk__mmw *w);
+    void (*order)(const qtk__mmw *w, uint16_t *perm);
+    int (*stream_mode)(const qtk__mmw *w, size_t len);
+    size_t (*row_ws)(const qtk__mm *c);
 } qtk__mm_isa;
 
 QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_ref;
+QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_portable;
 #ifdef QTK_HAVE_AVX2
 QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_avx2;
 #endif
@@ -142,11 +155,9 @@ QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_avx512;
 
 /* Fills the view of a validated rank-2 tensor (stream and integer views included). */
 QTK_INTERNAL void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes);
-/* The stream scale mode at vector width L for rows of `len` fields (see QTK__SM_*). Tiles
- * and chunks always start at a multiple of the chunk (per*L fields). */
-QTK_INTERNAL int qtk__mm_stream_mode(const qtk__mmw *w, unsigned L, size_t len);
-/* Activations row x (k values) into chunk order at width L, zero-padded to kp. */
-QTK_INTERNAL void qtk__mm_permute(const float *x, size_t k, unsigned per, unsigned L, float *dst, size_t kp);
+/* Activations row x (k values) into step order (field perm[j] of each step of sf at j; sf = 0:
+ * natural order), zero-padded to kp; returns false if some |x| >= 2^90 or is not finite. */
+QTK_INTERNAL bool qtk__mm_permute_steps(const float *x, size_t k, const uint16_t *perm, size_t sf, float *dst, size_t kp);
 
 /* ---- mm_ref.c: the reference and the generic element decoder ---- */
 
@@ -169,7 +180,7 @@ QTK_INTERNAL qtk_status qtk__mm_int_prepare_ref(qtk__mm *c);
  * each row of x with qrow (the portable qtk__mm_quantize_row or a vector twin with its bits)
  * and lays it out for the integer kernels. */
 typedef void (*qtk__mm_qrow_fn)(const float *x, size_t k, size_t bx, int8_t *q, float *s);
-QTK_INTERNAL qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, bool vnni, qtk__mm_qrow_fn qrow);
+QTK_INTERNAL qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, int offset, bool need_xc, qtk__mm_qrow_fn qrow);
 /* Lays out one quantized row (q: k values, s: per-block scales) for the SIMD integer
  * kernels. A kernel step reads `per` vectors of L bytes of a weight row (per*L fields);
  * byte i of vector j is field per*i + j of the step, so dst holds the activations in that
@@ -189,9 +200,10 @@ QTK_INTERNAL void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, 
 #define QTK__MM_NC 256u   /* kn: output columns per panel */
 QTK_INTERNAL void qtk__mm_gemm_nk(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 QTK_INTERNAL void qtk__mm_gemm_kn(const qtk__mm *c, size_t n0, size_t n1, float *ws);
-/* kn fused kernels: columns of y accumulated at once (per row of x), and their scratch. */
+/* kn fused kernels: columns of y accumulated at once (per row of x), and their scratch
+ * (accumulators for 2 rows of x, then the scales of 4 weight rows). */
 #define QTK__MM_KNF_COLS 1024u
-#define QTK__MM_KNF_WS (2u * QTK__MM_KNF_COLS)
+#define QTK__MM_KNF_WS (2u * QTK__MM_KNF_COLS + 4u * (QTK__MM_KNF_COLS / 4u + 64u))
 /* Scratch floats the drivers need per thread for a range of up to n_range outputs. */
 QTK_INTERNAL size_t qtk__mm_gemm_ws(const qtk__mm *c, size_t n_range);
 
@@ -202,17 +214,23 @@ enum {
     QTK__MM_HOOK_NO_FUSED = 2u,
     QTK__MM_HOOK_FUSED = 4u,
     QTK__MM_HOOK_NO_TERN = 8u,
-    QTK__MM_HOOK_INT_ANY_M = 16u
+    QTK__MM_HOOK_INT_ANY_M = 16u,
+    QTK__MM_HOOK_TERN = 32u,
+    QTK__MM_HOOK_INT_MAD = 64u
 };
 /* Bits of QTK__MM_HOOK_*: force the generic decoder; never/always use the fused kernel;
  * 2-bit integer weights on the integer path with dot products instead of adds; the integer
- * path for every M (normally M <= QTK__MM_INT_MAX_M). */
+ * path for every M (normally M <= QTK__MM_INT_MAX_M); the multiply-free 2-bit kernel where
+ * it applies, at every level; the integer path without vpdpbusd (pmaddubsw flavours). */
 
 /* precision fast takes the integer path up to this many rows of x; above it the exact
  * tiled kernel is both faster (measured: 1.3-2x at M = 64) and more accurate. */
 #define QTK__MM_INT_MAX_M 8u
 QTK_INTERNAL void qtk__mm_set_hooks(unsigned hooks);
 QTK_INTERNAL unsigned qtk__mm_hooks(void);
+/* Makes qtk_matmul use these kernels whatever the ISA level (NULL: the level's own); the
+ * tests build the portable body at other widths with it. */
+QTK_INTERNAL void qtk__mm_set_isa_override(const qtk__mm_isa *isa);
 /* Masks CPU feature bits (cpu.h) the matmul kernels may use (0 = no mask). */
 QTK_INTERNAL void qtk__mm_set_feature_mask(unsigned drop);
 QTK_INTERNAL unsigned qtk__mm_features(void);

@@ -7,8 +7,9 @@
  * so a C tile is ir outputs n by jr rows m. The loops keep one KC-slab of xt hot while every
  * weight row of a block of NB rows passes by; partial sums live in a [NB][mp] buffer.
  *
- * kn: the decoded tile is a [KC][NC] panel of W (natural order): the vector side; the
- * broadcast side is x itself. Partial sums live in an [M][NC] buffer.
+ * kn: the decoded tile is a [KC][NC] panel of W (step order for the streamed decoders,
+ * natural for the generic one): the vector side; the broadcast side is x itself. Partial
+ * sums live in an [M][NC] buffer, in the panel's order, put back when written to y.
  *
  * Every output's sum runs over the same k-slabs in the same order whatever tile or thread
  * range it falls in, so results do not depend on the thread count. */
@@ -65,7 +66,7 @@ void qtk__mm_gemm_nk(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
 void qtk__mm_gemm_kn(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     const qtk__mm_isa *isa = c->isa;
     const decode_fn decode = decoder(c);
-    const size_t M = c->M, N = c->N, K = c->K, L = isa->lanes;
+    const size_t M = c->M, N = c->N, K = c->K, L = c->sf ? c->sf : isa->lanes;
     float *P = ws, *Cb = ws + (size_t)QTK__MM_KC * QTK__MM_NC;
     for (size_t nc0 = n0; nc0 < n1; nc0 += QTK__MM_NC) {
         size_t nc = n1 - nc0 < QTK__MM_NC ? n1 - nc0 : QTK__MM_NC;
@@ -83,9 +84,11 @@ void qtk__mm_gemm_kn(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
             }
         }
         for (size_t m = 0; m < M; m++)
-            for (size_t j = 0; j < nc; j++) {
+            for (size_t j = 0; j < ncp; j++) {
+                size_t col = c->sf ? j / c->sf * c->sf + c->perm[j % c->sf] : j; /* step order -> natural */
+                if (col >= nc) continue;
                 float v = Cb[m * QTK__MM_NC + j];
-                c->y[m * N + nc0 + j] = c->bias ? v + c->bias[nc0 + j] : v;
+                c->y[m * N + nc0 + col] = c->bias ? v + c->bias[nc0 + col] : v;
             }
     }
 }

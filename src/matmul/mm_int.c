@@ -123,26 +123,25 @@ void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, un
     }
 }
 
-qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, bool vnni, qtk__mm_qrow_fn qrow) {
+qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, int offset, bool need_xc, qtk__mm_qrow_fn qrow) {
     const qtk__mmw *w = &c->w;
     const size_t M = c->M, K = c->K, CH = (size_t)vbytes * w->per, nb = qtk__ceil_div(K, c->bx);
-    c->vnni = vnni;
     c->kq = qtk__ceil_div(K, CH) * CH;
     c->xs_ld = c->xc_ld = c->kq / CH * (vbytes / 4);
     c->ws_floats = 0;
     c->xq = qtk__malloc(M * c->kq);
     c->xs = qtk__malloc(M * c->xs_ld * sizeof(float));
-    c->xc = vnni ? qtk__malloc(M * c->xc_ld * sizeof(int32_t)) : NULL;
+    c->xc = need_xc ? qtk__malloc(M * c->xc_ld * sizeof(int32_t)) : NULL;
     int8_t *q = qtk__malloc(K);
     float *s = qtk__malloc(nb * sizeof(float));
     qtk_status st = QTK_OK;
-    if (!c->xq || !c->xs || (vnni && !c->xc) || !q || !s) {
+    if (!c->xq || !c->xs || (need_xc && !c->xc) || !q || !s) {
         st = qtk__err(QTK_E_NOMEM, "out of memory for the quantized activations");
     } else {
         for (size_t m = 0; m < M; m++) {
             qrow(c->x + m * K, K, c->bx, q, s);
-            qtk__mm_int_layout(q, s, K, c->bx, w->per, vbytes, 128, c->xq + m * c->kq, c->xs + m * c->xs_ld,
-                               vnni ? c->xc + m * c->xc_ld : NULL, c->kq);
+            qtk__mm_int_layout(q, s, K, c->bx, w->per, vbytes, offset, c->xq + m * c->kq, c->xs + m * c->xs_ld,
+                               need_xc ? c->xc + m * c->xc_ld : NULL, c->kq);
         }
     }
     qtk__free(q);

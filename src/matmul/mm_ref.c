@@ -96,5 +96,9 @@ const qtk__mm_isa qtk__mm_isa_ref = {
     .ukr = NULL,
     .int_prepare = qtk__mm_int_prepare_ref,
     .nk_int = qtk__mm_int_ref_range,
+    .step = NULL,
+    .order = NULL,
+    .stream_mode = NULL,
+    .row_ws = NULL,
 };
 

@@ -72,21 +72,19 @@ void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
     w->int_ok = integer_view(w, p);
 }
 
-int qtk__mm_stream_mode(const qtk__mmw *w, unsigned L, size_t len) {
-    if (w->kind == QTK__MMK_NONE) return QTK__SM_NONE;
-    if (w->kind == QTK__MMK_F32) return QTK__SM_CHUNK;
-    size_t C = (size_t)w->per * L, bc = w->bc;
-    if (bc >= len || bc % C == 0) return QTK__SM_CHUNK;
-    if (C % bc == 0 && bc % 16 == 0) return QTK__SM_SPLIT; /* 2 or 4 blocks of 16 or 32 */
-    return QTK__SM_NONE;
-}
-
-void qtk__mm_permute(const float *x, size_t k, unsigned per, unsigned L, float *dst, size_t kp) {
-    size_t C = (size_t)per * L;
-    for (size_t c = 0; c < kp; c += C)
-        for (unsigned j = 0; j < per; j++)
-            for (unsigned l = 0; l < L; l++) {
-                size_t e = c + (size_t)per * l + j;
-                dst[c + (size_t)j * L + l] = e < k ? x[e] : 0.0f;
-            }
+bool qtk__mm_permute_steps(const float *x, size_t k, const uint16_t *perm, size_t sf, float *dst, size_t kp) {
+    /* the exact kernels' shortcut multiplies x by integers up to 2^31: it needs |x| < 2^90 */
+    bool ok = true;
+    for (size_t i = 0; i < k; i++) ok = ok && fabsf(x[i]) < 0x1p90f;
+    if (!sf) {
+        memcpy(dst, x, k * sizeof(float));
+        for (size_t i = k; i < kp; i++) dst[i] = 0.0f;
+        return ok;
+    }
+    for (size_t c = 0; c < kp; c += sf)
+        for (size_t j = 0; j < sf; j++) {
+            size_t e = c + perm[j];
+            dst[c + j] = e < k ? x[e] : 0.0f;
+        }
+    return ok;
 }

@@ -224,10 +224,12 @@ qtk_status qtk__bytes_scales(const qtk__plan *p, const uint8_t *b, float *eff, f
     return QTK_OK;
 }
 
-/* Native stores keep one field per byte: integer fields must be sign extensions of their
- * width, other fields (minifloat codes, lookup indices) must fit in it. */
+/* Native and packed stores of anything but e2m1 keep one field per byte: integer fields must
+ * be sign extensions of their width, other fields (minifloat codes, lookup indices) must fit
+ * in it. */
 static qtk_status check_native_fields(const qtk__plan *p, const uint8_t *b) {
-    if (p->s.store != QTK_STORE_NATIVE || p->bits == 8) return QTK_OK;
+    if (p->s.store == QTK_STORE_U32 || p->fpu != 1 || p->bits == 8) return QTK_OK;
+    const char *store = p->s.store == QTK_STORE_NATIVE ? "native" : "packed";
     for (size_t i = 0; i < p->L.numel; i++) {
         bool ok;
         if (p->native_int) {
@@ -238,8 +240,9 @@ static qtk_status check_native_fields(const qtk__plan *p, const uint8_t *b) {
         }
         if (!ok) {
             char ib[256];
-            return qtk__err(QTK_E_VALUE, "native field at %s is 0x%02x, which is not a %u-bit %s", qtk__index_str(p, i, ib, sizeof ib),
-                            b[i], p->bits, p->native_int ? "signed field (sign-extended to a byte)" : "field");
+            return qtk__err(QTK_E_VALUE, "%s field at %s is 0x%02x, which is not a %u-bit %s", store,
+                            qtk__index_str(p, i, ib, sizeof ib), b[i], p->bits,
+                            p->native_int ? "signed field (sign-extended to a byte)" : "field");
         }
     }
     return QTK_OK;

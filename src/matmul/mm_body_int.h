@@ -1,0 +1,220 @@
+/* mm_body_int.h — the integer path (precision fast) and the multiply-free 2-bit kernel,
+ * written once over the vocabulary; mm_body.h's including file includes it once per flavour
+ * of dot product: MV_IT (a target attribute, or nothing) and SFX (a name suffix) set, and
+ * MV_DP 1 where mvi_dp may be used.
+ *
+ * A step reads MV_B bytes of a weight row (SF = per x MV_B fields) and makes `per` byte
+ * vectors of weights, plane p holding fields per x i + p (i the byte); the activations are
+ * laid out to match (qtk__mm_int_layout). Each 32-bit lane covers 4 x per consecutive fields,
+ * inside one activation block and one weight block. The flavours:
+ *   IV_DP   vpdpbusd on unsigned weights (value + 128), the lane starting from the
+ *           activations' correction -128 x Σq, so that it ends with the signed dot product;
+ *   IV_OFF  pmaddubsw on unsigned weights (value + off, off = -min value) when the int16
+ *           sums of all planes cannot saturate (per x (max - min) <= 129), one pmaddwd,
+ *           starting from -off x Σq;
+ *   IV_SGN  pmaddubsw of |w| by q with w's sign, one pmaddwd per plane (int8 weights,
+ *           tables of values spread wider);
+ *   IV_TERN 2-bit integers, v = b0 - 2 b1: for each plane, the activations + 128 whose bit
+ *           b0 (b1) is set are summed 8 bytes at a time by psadbw (unselected bytes count
+ *           128, taken back at the end): additions only, BitNet b1.58's intent. Each 64-bit
+ *           lane covers fields 32j..32j+31 (its even 32-bit lane holds the sum, the odd 0).
+ * The integer sums are exact; each lane is then scaled once by (weight scale x activation
+ * scale) and added into f32 accumulators, so every flavour gives the same bits. */
+
+#ifndef MV_IT
+#  error "define MV_IT and SFX before including mm_body_int.h"
+#endif
+
+/* what every row of a call shares */
+typedef struct {
+    bool split;
+    mvi utab;     /* weights as the flavour multiplies them (unsigned + offset, or signed) */
+    mvi cmask;
+    mvi ipat;     /* SPLIT: weight block of each 32-bit lane, relative to the step's first */
+    mvi toff;     /* IV_TERN: 4 planes x 8 bytes x 128 in the even lanes */
+} SFX(ic);
+
+MV_AI MV_IT void SFX(ic_init)(const int ik, const int iv, const qtk__mm *c, SFX(ic) * k) {
+    const qtk__mmw *w = &c->w;
+    memset(k, 0, sizeof *k);
+    const unsigned per = dk_per(ik);
+    const size_t sf = (size_t)per * MV_B, bc = w->bc;
+    k->split = !(bc >= c->K || bc % sf == 0); /* then sf % bc == 0: bc is a power of two >= 16 */
+    int32_t pat[MV_L], off[MV_L];
+    for (unsigned l = 0; l < MV_L; l++) {
+        pat[l] = k->split ? (int32_t)((4 * per * l) / bc) : 0;
+        off[l] = l % 2 ? 0 : 4 * 8 * 128;
+    }
+    k->ipat = mvi_loadu(pat);
+    k->toff = mvi_loadu(off);
+    int8_t t[16];
+    for (unsigned i = 0; i < 16; i++)
+        t[i] = (int8_t)(iv == IV_DP ? w->ival[i] + 128 : iv == IV_OFF ? w->ival[i] + c->ioff : w->ival[i]);
+    k->utab = mvi_table16(t);
+    k->cmask = mvi_set1_8(dk_cw(ik) == 4 ? 0x0f : 0x03);
+}
+
+/* A step of a row (src: its bytes; bs: its first block's scale) into the accumulators
+ * facc[i][A]. xq, xs, xc: the step's activations of each row. */
+MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const unsigned MR, const unsigned A, const SFX(ic) * kc,
+                               const float *bs, const uint8_t *src, const int8_t *const *xq, const float *const *xs,
+                               const int32_t *const *xc, mvf facc[MR_MAX][2]) {
+    const unsigned per = dk_per(ik), cw = dk_cw(ik);
+    mvi b = mvi_loadu(src);
+    mvf ws = kc->split ? mvf_perm(mvf_loadu(bs), kc->ipat) : mvf_bcast(bs);
+    /* the weight planes */
+    mvi u[4], a[4];
+    if (iv == IV_TERN) {
+        u[0] = b;
+    } else if (ik == DK_I8) {
+        u[0] = iv == IV_SGN ? b : mvi_xor(b, mvi_set1_8((int8_t)-128)); /* DP: + 128 */
+    } else {
+        MV_UNROLL
+        for (unsigned p = 0; p < per; p++) u[p] = mvi_lookup16(kc->utab, mvi_and(p ? mvi_srli(b, cw * p) : b, kc->cmask));
+    }
+    if (iv == IV_SGN) {
+        MV_UNROLL
+        for (unsigned p = 0; p < per; p++) a[p] = mvi_abs8(u[p]);
+    }
+    MV_UNROLL
+    for (unsigned i = 0; i < MR; i++) {
+        mvi isum;
+        if (iv == IV_TERN) {
+            const mvi bias = mvi_set1_8((int8_t)-128);
+            mvi s0 = mvi_zero(), s1 = mvi_zero();
+            MV_UNROLL
+            for (unsigned p = 0; p < 4; p++) {
+                mvi xb = mvi_xor(mvi_loadu(xq[i] + (size_t)p * MV_B), bias); /* x + 128, unsigned */
+                s0 = mvi_add(s0, mvi_sad(mvi_blend8(mvi_test8(b, (int8_t)(1u << (2 * p))), bias, xb)));
+                s1 = mvi_add(s1, mvi_sad(mvi_blend8(mvi_test8(b, (int8_t)(2u << (2 * p))), bias, xb)));
+            }
+            /* Σ b0 x - 2 Σ b1 x, without the offsets: (s0 - off) - 2 (s1 - off) */
+            isum = mvi_sub(mvi_sub(s0, kc->toff), mvi_slli(mvi_sub(s1, kc->toff), 1));
+        } else if (iv == IV_SGN) {
+            isum = mvi_zero();
+            MV_UNROLL
+            for (unsigned p = 0; p < per; p++) {
+                mvi xv = mvi_loadu(xq[i] + (size_t)p * MV_B);
+                isum = mvi_add(isum, mvi_madd1(mvi_maddubs(a[p], mvi_sign8(xv, u[p]))));
+            }
+        } else {
+            isum = mvi_loadu(xc[i]);
+#if MV_DP
+            if (iv == IV_DP) {
+                MV_UNROLL
+                for (unsigned p = 0; p < per; p++) isum = mvi_dp(isum, u[p], mvi_loadu(xq[i] + (size_t)p * MV_B));
+            } else
+#endif
+            {
+                mvi h = mvi_maddubs(u[0], mvi_loadu(xq[i]));
+                MV_UNROLL
+                for (unsigned p = 1; p < per; p++) h = mvi_add16(h, mvi_maddubs(u[p], mvi_loadu(xq[i] + (size_t)p * MV_B)));
+                isum = mvi_add(isum, mvi_madd1(h));
+            }
+        }
+        facc[i][A] = mvf_fma(mvf_from_i(isum), mvf_mul(ws, mvf_loadu(xs[i])), facc[i][A]);
+    }
+}
+
+/* Row r of W (its scales times 2^-ishift in bs) times rows m0..m0+MR-1 of x. */
+MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const unsigned MR, const qtk__mm *c, const SFX(ic) * kc,
+                              const float *bs, size_t r, size_t m0) {
+    const size_t K = c->K, sf = (size_t)dk_per(ik) * MV_B;
+    const uint8_t *row = c->w.vals + r * c->w.row_bytes;
+    const size_t rbytes = row_field_bytes(ik, K), nst = qtk__ceil_div(K, sf), nfull = K / sf;
+    /* the block of each step: split, sf / bc blocks a step; else a block every bc / sf steps */
+    const size_t bc = c->w.bc, bstep = kc->split ? sf / bc : 0, spb = kc->split || bc >= K ? SIZE_MAX : bc / sf;
+    const int8_t *xq[MR_MAX];
+    const float *xs[MR_MAX];
+    const int32_t *xc[MR_MAX];
+    MV_UNROLL
+    for (unsigned i = 0; i < MR; i++) {
+        xq[i] = c->xq + (m0 + i) * c->kq;
+        xs[i] = c->xs + (m0 + i) * c->xs_ld;
+        xc[i] = c->xc ? c->xc + (m0 + i) * c->xc_ld : NULL;
+    }
+    mvf facc[MR_MAX][2];
+    MV_UNROLL
+    for (unsigned i = 0; i < MR; i++) facc[i][0] = facc[i][1] = mvf_zero();
+    size_t st = 0, bi = 0, cnt = 0;
+#define NEXT_STEP()                                                                                                        do {                                                                                                                       MV_UNROLL                                                                                                              for (unsigned i = 0; i < MR; i++) {                                                                                        xq[i] += sf;                                                                                                           xs[i] += MV_L;                                                                                                         if (xc[i]) xc[i] += MV_L;                                                                                          }                                                                                                                      bi += bstep;                                                                                                           if (++cnt == spb) {                                                                                                        cnt = 0;                                                                                                               bi++;                                                                                                              }                                                                                                                      st++;                                                                                                              } while (0)
+    for (; st + 2 <= nfull;) { /* two chains of accumulators */
+        mv_prefetch(row + st * MV_B + 1024);
+        SFX(int_step)(ik, iv, MR, 0, kc, bs + bi, row + st * MV_B, xq, xs, xc, facc);
+        NEXT_STEP();
+        SFX(int_step)(ik, iv, MR, 1, kc, bs + bi, row + st * MV_B, xq, xs, xc, facc);
+        NEXT_STEP();
+    }
+    uint8_t tb[TAIL_BYTES];
+    for (; st < nst;) {
+        const uint8_t *src = row + st * MV_B;
+        if (st == nfull) src = tail_copy(tb, src, rbytes - st * MV_B);
+        SFX(int_step)(ik, iv, MR, 0, kc, bs + bi, src, xq, xs, xc, facc);
+        NEXT_STEP();
+    }
+#undef NEXT_STEP
+    MV_UNROLL
+    for (unsigned i = 0; i < MR; i++) {
+        float s = mvf_hsum(mvf_add(facc[i][0], facc[i][1]));
+        c->y[(m0 + i) * c->N + r] = c->bias ? s + c->bias[r] : s;
+    }
+}
+
+MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+    SFX(ic) kc;
+    SFX(ic_init)(ik, iv, c, &kc);
+    const size_t M = c->M;
+    const float unit = ldexpf(1.0f, -c->w.ishift);
+    for (size_t r = n0; r < n1; r++) {
+        /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the values) */
+        row_scales_plain(&c->w, qtk__mmw_group0(&c->w, r), c->w.gc, unit, ws);
+        size_t m = 0;
+        for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, 4, c, &kc, ws, r, m);
+        for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, 2, c, &kc, ws, r, m);
+        if (m < M) SFX(int_row)(ik, iv, 1, c, &kc, ws, r, m);
+    }
+}
+
+#define INTK(name, ik, iv)                                                                                             \
+    static MV_IT void name(const qtk__mm *c, size_t n0, size_t n1, float *ws) { SFX(int_range_k)(ik, iv, c, n0, n1, ws); }
+#if MV_DP
+INTK(SFX(int_i8_dp), DK_I8, IV_DP)
+INTK(SFX(int_t8_dp), DK_T8I, IV_DP)
+INTK(SFX(int_t4_dp), DK_T4I, IV_DP)
+INTK(SFX(int_t2_dp), DK_T2I, IV_DP)
+#else
+INTK(SFX(int_i8_sgn), DK_I8, IV_SGN)
+INTK(SFX(int_t8_sgn), DK_T8I, IV_SGN)
+INTK(SFX(int_t4_sgn), DK_T4I, IV_SGN)
+INTK(SFX(int_t2_sgn), DK_T2I, IV_SGN)
+INTK(SFX(int_t8_off), DK_T8I, IV_OFF)
+INTK(SFX(int_t4_off), DK_T4I, IV_OFF)
+INTK(SFX(int_t2_off), DK_T2I, IV_OFF)
+INTK(SFX(int_t2_tern), DK_T2I, IV_TERN)
+#endif
+
+static MV_IT void SFX(nk_int)(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+    const int ik = dk_of(&c->w);
+#if MV_DP
+    switch (ik) {
+    case DK_I8: SFX(int_i8_dp)(c, n0, n1, ws); break;
+    case DK_T8I: SFX(int_t8_dp)(c, n0, n1, ws); break;
+    case DK_T4I: SFX(int_t4_dp)(c, n0, n1, ws); break;
+    default: SFX(int_t2_dp)(c, n0, n1, ws); break;
+    }
+#else
+    if (c->ivar == IV_TERN) {
+        SFX(int_t2_tern)(c, n0, n1, ws);
+        return;
+    }
+    const bool off = c->ivar == IV_OFF;
+    switch (ik) {
+    case DK_I8: SFX(int_i8_sgn)(c, n0, n1, ws); break;
+    case DK_T8I: off ? SFX(int_t8_off)(c, n0, n1, ws) : SFX(int_t8_sgn)(c, n0, n1, ws); break;
+    case DK_T4I: off ? SFX(int_t4_off)(c, n0, n1, ws) : SFX(int_t4_sgn)(c, n0, n1, ws); break;
+    default: off ? SFX(int_t2_off)(c, n0, n1, ws) : SFX(int_t2_sgn)(c, n0, n1, ws); break;
+    }
+#endif
+}
+
+#undef INTK

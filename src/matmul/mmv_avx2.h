@@ -1,0 +1,137 @@
+/* mmv_avx2.h — the vocabulary of mm_body.h at 8 lanes (AVX2 + FMA + F16C). An integer
+ * vector is 32 bytes; pshufb (table lookups, placements) works within each 16-byte half. The integer
+ * path's dot product is pmaddubsw + pmaddwd (MV_HAS_DP 0), or AVX-VNNI's vpdpbusd in the
+ * functions the body builds with MV_DP_TARGET. */
+#ifndef QTK_MMV_AVX2_H
+#define QTK_MMV_AVX2_H
+
+#include <immintrin.h>
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MV_L 8
+#define MV_B 32
+#define MV_NAME "avx2"
+#define MV_TABLE qtk__mm_isa_avx2
+#define MV_HAS_DP 0
+#define MV_TERN 0
+#define MV_JV 2
+/* the VNNI twin of the integer kernel: AVX-VNNI (checked at run time) */
+#define MV_DP_TARGET __attribute__((target("avxvnni")))
+#define MV_DP_FEATURE QTK_CPU_AVXVNNI
+
+typedef __m256 mvf;
+typedef __m256i mvi;
+typedef __m256i mvm8;
+
+#define MV_AI static inline __attribute__((always_inline))
+
+/* ---- f32 ---- */
+
+MV_AI mvf mvf_zero(void) { return _mm256_setzero_ps(); }
+MV_AI mvf mvf_set1(float v) { return _mm256_set1_ps(v); }
+MV_AI mvf mvf_loadu(const float *p) { return _mm256_loadu_ps(p); }
+MV_AI __m256i mv_first_mask(size_t n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n > 8 ? 8 : n)), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+MV_AI mvf mvf_load_n(const float *p, size_t n) { return _mm256_maskload_ps(p, mv_first_mask(n)); }
+MV_AI void mvf_storeu(float *p, mvf v) { _mm256_storeu_ps(p, v); }
+MV_AI mvf mvf_bcast(const float *p) { return _mm256_broadcast_ss(p); }
+MV_AI mvf mvf_add(mvf a, mvf b) { return _mm256_add_ps(a, b); }
+MV_AI mvf mvf_mul(mvf a, mvf b) { return _mm256_mul_ps(a, b); }
+MV_AI mvf mvf_fma(mvf a, mvf b, mvf c) { return _mm256_fmadd_ps(a, b, c); }
+MV_AI float mvf_hsum(mvf v) {
+    __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_add_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_add_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
+MV_AI mvf mvf_from_i(mvi v) { return _mm256_cvtepi32_ps(v); }
+MV_AI mvf mvf_perm(mvf v, mvi idx) { return _mm256_permutevar8x32_ps(v, idx); }
+MV_AI mvf mvf_bits(mvi v) { return _mm256_castsi256_ps(v); }
+MV_AI mvi mvi_bits(mvf v) { return _mm256_castps_si256(v); }
+MV_AI mvf mvf_first(mvf v, size_t n) { return _mm256_and_ps(v, _mm256_castsi256_ps(mv_first_mask(n))); }
+
+typedef struct {
+    __m256 lo, hi;
+} mv_lut16;
+MV_AI mv_lut16 mv_lut16_load(const float *t) { return (mv_lut16){_mm256_loadu_ps(t), _mm256_loadu_ps(t + 8)}; }
+MV_AI mvf mvf_lut16(const mv_lut16 *l, mvi idx) {
+    __m256 a = _mm256_permutevar8x32_ps(l->lo, idx), b = _mm256_permutevar8x32_ps(l->hi, idx);
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28))); /* bit 3 to the sign */
+}
+
+MV_AI mvf mvf_from_f16x(const uint8_t *p) { return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+MV_AI mvi mvi_load_u8x(const uint8_t *p) { return _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)); }
+MV_AI mvi mvi_load_u16x(const uint8_t *p) { return _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+/* e4m3 moved into the bits of an f16 is its value / 256 (subnormals included); S.1111.111 is NaN */
+MV_AI mvf mvf_from_e4m3(const uint8_t *p) {
+    __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)p);
+    __m128i h = _mm_and_si128(_mm_slli_epi16(_mm_cvtepi8_epi16(b), 7), _mm_set1_epi16((short)0xBF80));
+    __m256 v = _mm256_mul_ps(_mm256_cvtph_ps(h), _mm256_set1_ps(256.0f));
+    __m128i nan8 = _mm_cmpeq_epi8(_mm_or_si128(b, _mm_set1_epi8((char)0x80)), _mm_set1_epi8((char)0xff));
+    return _mm256_blendv_ps(v, _mm256_set1_ps(NAN), _mm256_castsi256_ps(_mm256_cvtepi8_epi32(nan8)));
+}
+/* e5m2 is the top byte of an f16 */
+MV_AI mvf mvf_from_e5m2(const uint8_t *p) {
+    __m128i b = _mm_loadl_epi64((const __m128i *)(const void *)p);
+    return _mm256_cvtph_ps(_mm_slli_epi16(_mm_cvtepu8_epi16(b), 8));
+}
+
+/* ---- integers ---- */
+
+MV_AI mvi mvi_zero(void) { return _mm256_setzero_si256(); }
+MV_AI mvi mvi_set1(int32_t v) { return _mm256_set1_epi32(v); }
+MV_AI mvi mvi_set1_8(int8_t v) { return _mm256_set1_epi8(v); }
+MV_AI mvi mvi_loadu(const void *p) { return _mm256_loadu_si256((const __m256i *)p); }
+MV_AI mvi mvi_load_n(const void *p, size_t n) {
+    if (n >= 32) return mvi_loadu(p);
+    uint8_t buf[32] = {0};
+    memcpy(buf, p, n);
+    return mvi_loadu(buf);
+}
+MV_AI void mvi_storeu(void *p, mvi v) { _mm256_storeu_si256((__m256i *)p, v); }
+MV_AI mvi mvi_and(mvi a, mvi b) { return _mm256_and_si256(a, b); }
+MV_AI mvi mvi_or(mvi a, mvi b) { return _mm256_or_si256(a, b); }
+MV_AI mvi mvi_xor(mvi a, mvi b) { return _mm256_xor_si256(a, b); }
+MV_AI mvi mvi_add(mvi a, mvi b) { return _mm256_add_epi32(a, b); }
+MV_AI mvi mvi_sub(mvi a, mvi b) { return _mm256_sub_epi32(a, b); }
+MV_AI mvi mvi_add16(mvi a, mvi b) { return _mm256_add_epi16(a, b); }
+#define mvi_slli(v, n) _mm256_slli_epi32((v), (n))
+#define mvi_srli(v, n) _mm256_srli_epi32((v), (n))
+#define mvi_srai(v, n) _mm256_srai_epi32((v), (n))
+/* byte b of the result is t[c & 15] for c = byte b of codes (codes are 0..15) */
+MV_AI mvi mvi_lookup16(mvi t, mvi codes) { return _mm256_shuffle_epi8(t, codes); }
+/* placement q: 32-bit lane l = 4h + i gets byte 16h + 4q + i of v in its top byte (place)
+ * or its low byte (place_lo), the other bytes 0 (q a constant) */
+#define MV_PLACE_MASK(q)                                                                                               \
+    _mm256_setr_epi8(-1, -1, -1, (char)(4 * (q)), -1, -1, -1, (char)(4 * (q) + 1), -1, -1, -1, (char)(4 * (q) + 2), -1, \
+                     -1, -1, (char)(4 * (q) + 3), -1, -1, -1, (char)(4 * (q)), -1, -1, -1, (char)(4 * (q) + 1), -1, -1, \
+                     -1, (char)(4 * (q) + 2), -1, -1, -1, (char)(4 * (q) + 3))
+#define MV_PLACE_LO_MASK(q)                                                                                            \
+    _mm256_setr_epi8((char)(4 * (q)), -1, -1, -1, (char)(4 * (q) + 1), -1, -1, -1, (char)(4 * (q) + 2), -1, -1, -1,     \
+                     (char)(4 * (q) + 3), -1, -1, -1, (char)(4 * (q)), -1, -1, -1, (char)(4 * (q) + 1), -1, -1, -1,      \
+                     (char)(4 * (q) + 2), -1, -1, -1, (char)(4 * (q) + 3), -1, -1, -1)
+MV_AI mvi mvi_place(mvi v, unsigned q) { return _mm256_shuffle_epi8(v, MV_PLACE_MASK(q)); }
+MV_AI mvi mvi_place_lo(mvi v, unsigned q) { return _mm256_shuffle_epi8(v, MV_PLACE_LO_MASK(q)); }
+MV_AI mvi mvi_table16(const int8_t *t) {
+    return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)t));
+}
+MV_AI mvi mvi_maddubs(mvi u, mvi s) { return _mm256_maddubs_epi16(u, s); }
+MV_AI mvi mvi_madd1(mvi v) { return _mm256_madd_epi16(v, _mm256_set1_epi16(1)); }
+MV_AI mvi mvi_abs8(mvi v) { return _mm256_abs_epi8(v); }
+MV_AI mvi mvi_sign8(mvi a, mvi b) { return _mm256_sign_epi8(a, b); }
+#define mvi_dp(acc, u, s) _mm256_dpbusd_avx_epi32((acc), (u), (s)) /* only in MV_DP_TARGET functions */
+MV_AI mvm8 mvi_test8(mvi w, int8_t c) {
+    const __m256i m = _mm256_set1_epi8(c);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(w, m), m); /* c is one bit */
+}
+MV_AI mvi mvi_blend8(mvm8 m, mvi a, mvi b) { return _mm256_blendv_epi8(a, b, m); }
+MV_AI mvi mvi_sad(mvi v) { return _mm256_sad_epu8(v, _mm256_setzero_si256()); }
+
+/* a macro: GCC deletes a wrapper function around a prefetch as side-effect free */
+#define mv_prefetch(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
+
+#endif

@@ -1,0 +1,299 @@
+/* mmv_portable.h — the vocabulary of mm_body.h in portable C: GCC/Clang vector extensions,
+ * MV_L lanes of 32 bits (4 by default: one 128-bit register, SSE2 on any x86-64, NEON on ARM;
+ * the tests also build the body at 8 and 16 lanes with it, so that the logic the AVX2 and
+ * AVX-512 vocabularies run is exercised at their widths on any machine). Operations without
+ * an operator are lane loops the compiler may vectorize; each one has the semantics of the
+ * x86 instruction the other vocabularies map it to (pshufb, pmaddubsw with saturation,
+ * vpdpbusd, psadbw, ...), so the body computes the same bits at every level.
+ *
+ * Products and sums are separate operations here (C11 does not contract a * b + c unless
+ * asked): the exact path's bound counts both roundings. */
+#ifndef QTK_MMV_PORTABLE_H
+#define QTK_MMV_PORTABLE_H
+
+#include "../formats/scalar.h"
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#ifndef MV_L
+#  define MV_L 4
+#endif
+#define MV_B (4 * MV_L) /* bytes of an integer vector */
+#ifndef MV_NAME
+#  define MV_NAME "portable"
+#endif
+#ifndef MV_TABLE
+#  define MV_TABLE qtk__mm_isa_portable
+#endif
+#define MV_HAS_DP 1   /* mvi_dp is one operation here (a lane loop) */
+#define MV_TERN 0     /* the dot product is as cheap as the ternary kernel */
+#define MV_JV 4       /* vectors across in the f32 microkernel */
+
+typedef float mvf __attribute__((vector_size(4 * MV_L)));
+typedef int32_t mvi __attribute__((vector_size(4 * MV_L)));
+typedef uint32_t mvu_ __attribute__((vector_size(4 * MV_L)));
+typedef int8_t mvb_ __attribute__((vector_size(4 * MV_L)));
+typedef uint8_t mvub_ __attribute__((vector_size(4 * MV_L)));
+typedef int16_t mvh_ __attribute__((vector_size(4 * MV_L)));
+typedef mvi mvm8; /* byte masks: bytes of 0 or -1 */
+
+#define MV_AI static inline __attribute__((always_inline))
+/* the body's small loops stay loops here: the compiler vectorizes lane loops, and fully
+ * unrolled bodies of lane loops are large for no gain */
+#define MV_UNROLL
+#define MV_LANES for (int l_ = 0; l_ < MV_L; l_++)
+#define MV_BYTES for (int b_ = 0; b_ < MV_B; b_++)
+
+MV_AI mvb_ mv_b(mvi v) {
+    mvb_ r = {0};
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+MV_AI mvi mv_i(mvb_ v) {
+    mvi r = {0};
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+MV_AI mvh_ mv_h(mvi v) {
+    mvh_ r = {0};
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+MV_AI mvi mv_ih(mvh_ v) {
+    mvi r = {0};
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+
+/* ---- f32 ---- */
+
+MV_AI mvf mvf_zero(void) { return (mvf){0}; }
+MV_AI mvf mvf_set1(float v) {
+    mvf r = {0};
+    MV_LANES r[l_] = v;
+    return r;
+}
+MV_AI mvf mvf_loadu(const float *p) {
+    mvf r = {0};
+    memcpy(&r, p, sizeof r);
+    return r;
+}
+/* the first n lanes (n <= MV_L) from p, the rest 0; reads only n floats */
+MV_AI mvf mvf_load_n(const float *p, size_t n) {
+    mvf r = mvf_zero();
+    memcpy(&r, p, n * sizeof(float));
+    return r;
+}
+MV_AI void mvf_storeu(float *p, mvf v) { memcpy(p, &v, sizeof v); }
+MV_AI mvf mvf_bcast(const float *p) { return mvf_set1(*p); }
+MV_AI mvf mvf_add(mvf a, mvf b) { return a + b; }
+MV_AI mvf mvf_mul(mvf a, mvf b) { return a * b; }
+MV_AI mvf mvf_fma(mvf a, mvf b, mvf c) { return a * b + c; }
+MV_AI float mvf_hsum(mvf v) {
+    /* pairwise, as the x86 vocabularies add their halves */
+    float t[MV_L];
+    memcpy(t, &v, sizeof t);
+    for (int w = MV_L / 2; w >= 1; w /= 2)
+        for (int l = 0; l < w; l++) t[l] = t[l] + t[l + w];
+    return t[0];
+}
+MV_AI mvf mvf_from_i(mvi v) { return __builtin_convertvector(v, mvf); }
+/* lane l of the result is v[idx[l] & (MV_L - 1)] */
+MV_AI mvf mvf_perm(mvf v, mvi idx) {
+    mvf r = {0};
+    MV_LANES r[l_] = v[idx[l_] & (MV_L - 1)];
+    return r;
+}
+MV_AI mvf mvf_bits(mvi v) {
+    mvf r = {0};
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+MV_AI mvi mvi_bits(mvf v) {
+    mvi r = {0};
+    memcpy(&r, &v, sizeof r);
+    return r;
+}
+/* lanes below n kept, the others 0 (n <= MV_L) */
+MV_AI mvf mvf_first(mvf v, size_t n) {
+    MV_LANES if ((size_t)l_ >= n) v[l_] = 0.0f;
+    return v;
+}
+
+/* 16-entry table lookup by the low 4 bits of each lane */
+typedef struct {
+    float t[16];
+} mv_lut16;
+MV_AI mv_lut16 mv_lut16_load(const float *t) {
+    mv_lut16 l;
+    memcpy(l.t, t, sizeof l.t);
+    return l;
+}
+MV_AI mvf mvf_lut16(const mv_lut16 *l, mvi idx) {
+    mvf r = {0};
+    MV_LANES r[l_] = l->t[idx[l_] & 15];
+    return r;
+}
+
+/* MV_L stored scales -> f32 (the body multiplies in the global) */
+MV_AI mvf mvf_from_f16x(const uint8_t *p) {
+    mvf r = {0};
+    MV_LANES r[l_] = qtk__f16_to_f32(qtk__ld16(p + 2 * l_));
+    return r;
+}
+MV_AI mvi mvi_load_u8x(const uint8_t *p) {
+    mvi r = {0};
+    MV_LANES r[l_] = p[l_];
+    return r;
+}
+MV_AI mvi mvi_load_u16x(const uint8_t *p) {
+    mvi r = {0};
+    MV_LANES r[l_] = qtk__ld16(p + 2 * l_);
+    return r;
+}
+/* MV_L fp8 codes (natural order) -> their exact values */
+MV_AI mvf mvf_from_e4m3(const uint8_t *p) {
+    mvf r = {0};
+    MV_LANES r[l_] = qtk__e4m3_to_f32(p[l_]);
+    return r;
+}
+MV_AI mvf mvf_from_e5m2(const uint8_t *p) {
+    mvf r = {0};
+    MV_LANES r[l_] = qtk__e5m2_to_f32(p[l_]);
+    return r;
+}
+
+/* ---- integers: MV_L int32 lanes, or MV_B bytes ---- */
+
+MV_AI mvi mvi_zero(void) { return (mvi){0}; }
+MV_AI mvi mvi_set1(int32_t v) {
+    mvi r = {0};
+    MV_LANES r[l_] = v;
+    return r;
+}
+MV_AI mvi mvi_set1_8(int8_t v) {
+    mvb_ r = {0};
+    MV_BYTES r[b_] = v;
+    return mv_i(r);
+}
+MV_AI mvi mvi_loadu(const void *p) {
+    mvi r = {0};
+    memcpy(&r, p, sizeof r);
+    return r;
+}
+/* the first n bytes (n <= MV_B) from p, the rest 0; reads only n bytes */
+MV_AI mvi mvi_load_n(const void *p, size_t n) {
+    mvi r = mvi_zero();
+    memcpy(&r, p, n);
+    return r;
+}
+MV_AI void mvi_storeu(void *p, mvi v) { memcpy(p, &v, sizeof v); }
+MV_AI mvi mvi_and(mvi a, mvi b) { return a & b; }
+MV_AI mvi mvi_or(mvi a, mvi b) { return a | b; }
+MV_AI mvi mvi_xor(mvi a, mvi b) { return a ^ b; }
+MV_AI mvi mvi_add(mvi a, mvi b) { return (mvi)((mvu_)a + (mvu_)b); }
+MV_AI mvi mvi_sub(mvi a, mvi b) { return (mvi)((mvu_)a - (mvu_)b); }
+MV_AI mvi mvi_add16(mvi a, mvi b) {
+    mvh_ x = mv_h(a), y = mv_h(b), r;
+    for (int i = 0; i < 2 * MV_L; i++) r[i] = (int16_t)(uint16_t)((uint16_t)x[i] + (uint16_t)y[i]);
+    return mv_ih(r);
+}
+#define mvi_slli(v, n) ((mvi)((mvu_)(v) << (n)))
+#define mvi_srli(v, n) ((mvi)((mvu_)(v) >> (n)))
+#define mvi_srai(v, n) ((v) >> (n)) /* GCC and Clang shift signed lanes arithmetically */
+
+/* byte b of the result is t[c & 15] for c = byte b of codes (pshufb on a 16-entry table) */
+MV_AI mvi mvi_lookup16(mvi t, mvi codes) {
+    mvb_ tb = mv_b(t), cb = mv_b(codes), r;
+    MV_BYTES r[b_] = tb[cb[b_] & 15];
+    return mv_i(r);
+}
+/* placement q: 32-bit lane l = 4h + i gets byte 16h + 4q + i of v in its top byte (place)
+ * or its low byte (place_lo), the other bytes 0 */
+MV_AI mvi mvi_place(mvi v, unsigned q) {
+    mvub_ b;
+    memcpy(&b, &v, sizeof b);
+    mvi r = {0};
+    MV_LANES r[l_] = (int32_t)((uint32_t)b[16 * (l_ / 4) + 4 * q + (l_ % 4)] << 24);
+    return r;
+}
+MV_AI mvi mvi_place_lo(mvi v, unsigned q) {
+    mvub_ b;
+    memcpy(&b, &v, sizeof b);
+    mvi r = {0};
+    MV_LANES r[l_] = b[16 * (l_ / 4) + 4 * q + (l_ % 4)];
+    return r;
+}
+/* 16 bytes repeated in every 16-byte lane */
+MV_AI mvi mvi_table16(const int8_t *t) {
+    mvb_ r = {0};
+    MV_BYTES r[b_] = t[b_ & 15];
+    return mv_i(r);
+}
+/* vpdpbusd: each int32 lane plus the 4 products of its unsigned bytes of u and signed bytes of s */
+MV_AI mvi mvi_dp(mvi acc, mvi u, mvi s) {
+    mvub_ ub;
+    mvb_ sb = mv_b(s);
+    memcpy(&ub, &u, sizeof ub);
+    MV_LANES {
+        int32_t d = 0;
+        for (int j = 0; j < 4; j++) d += (int32_t)ub[4 * l_ + j] * (int32_t)sb[4 * l_ + j];
+        acc[l_] = (int32_t)((uint32_t)acc[l_] + (uint32_t)d);
+    }
+    return acc;
+}
+/* pmaddubsw: int16 pairs of (unsigned u) x (signed s), saturated */
+MV_AI mvi mvi_maddubs(mvi u, mvi s) {
+    mvub_ ub;
+    mvb_ sb = mv_b(s);
+    memcpy(&ub, &u, sizeof ub);
+    mvh_ r = {0};
+    for (int i = 0; i < 2 * MV_L; i++) {
+        int32_t v = (int32_t)ub[2 * i] * sb[2 * i] + (int32_t)ub[2 * i + 1] * sb[2 * i + 1];
+        r[i] = (int16_t)(v > 32767 ? 32767 : v < -32768 ? -32768 : v);
+    }
+    return mv_ih(r);
+}
+/* pmaddwd by ones: int32 lanes, the sums of their two int16 */
+MV_AI mvi mvi_madd1(mvi v) {
+    mvh_ h = mv_h(v);
+    mvi r = {0};
+    MV_LANES r[l_] = (int32_t)h[2 * l_] + (int32_t)h[2 * l_ + 1];
+    return r;
+}
+MV_AI mvi mvi_abs8(mvi v) {
+    mvb_ b = mv_b(v), r;
+    MV_BYTES r[b_] = (int8_t)(uint8_t)(b[b_] < 0 ? -(int)b[b_] : b[b_]);
+    return mv_i(r);
+}
+/* psignb: a negated where b < 0, zeroed where b == 0 */
+MV_AI mvi mvi_sign8(mvi a, mvi b) {
+    mvb_ x = mv_b(a), y = mv_b(b), r;
+    MV_BYTES r[b_] = y[b_] < 0 ? (int8_t)(uint8_t)(-(int)x[b_]) : y[b_] == 0 ? 0 : x[b_];
+    return mv_i(r);
+}
+/* bytes of w with any bit of c set */
+MV_AI mvm8 mvi_test8(mvi w, int8_t c) {
+    mvb_ b = mv_b(w), r;
+    MV_BYTES r[b_] = (b[b_] & c) ? -1 : 0;
+    return mv_i(r);
+}
+MV_AI mvi mvi_blend8(mvm8 m, mvi a, mvi b) { return (a & ~m) | (b & m); }
+/* psadbw against 0: the sum of each 8 bytes in the low 32 bits of its 64-bit lane (high 0) */
+MV_AI mvi mvi_sad(mvi v) {
+    mvub_ b;
+    memcpy(&b, &v, sizeof b);
+    mvi r = mvi_zero();
+    for (int q = 0; q < MV_B / 8; q++) {
+        int32_t s = 0;
+        for (int j = 0; j < 8; j++) s += b[8 * q + j];
+        r[2 * q] = s;
+    }
+    return r;
+}
+
+#define mv_prefetch(p) __builtin_prefetch((const void *)(p), 0, 3)
+
+#endif
