@@ -11,7 +11,7 @@
 #ifndef QTK_MMV_PORTABLE_H
 #define QTK_MMV_PORTABLE_H
 
-#include "../formats/scalar.h"
+#include "../numfmt/scalar.h"
 
 #include <stdbool.h>
 #include <stdint.h>
