@@ -548,7 +548,8 @@ static qtk_status pass_errors(const qtk__plan *p, const float *x, size_t bad, si
 /* The search of the listed groups alone at global g: their errors in err (codes and
  * effective scales go to scratch). */
 static qtk_status search_subset(const qtk__plan *p, const qtk__mse_cfg *c, const float *x, const qtk__weights *w,
-                                float g, const size_t *list, size_t n, double *err) {
+                                float g, const size_t *list, size_t n, double *err, uint32_t *codes_out,
+                                float *eff_out) {
     size_t gmax = group_size(p);
     bool rows = qtk__exec_chunkable(p);
     size_t gpr = rows ? qtk__ceil_div(p->inner, p->blk_last) : 0;
@@ -558,8 +559,7 @@ static qtk_status search_subset(const qtk__plan *p, const qtk__mse_cfg *c, const
     size_t *idx = qtk__malloc((rows ? 1 : gmax) * sizeof(size_t));
     qtk__mse_src *src = qtk__malloc(BATCH * sizeof *src);
     uint8_t *codes = qtk__malloc(BATCH * 4);
-    float *eff = qtk__malloc(BATCH * sizeof(float));
-    qtk_status st = xb && wb && idx && src && codes && eff ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk_status st = xb && wb && idx && src && codes ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
     for (size_t i = 0; !st && i < n;) {
         size_t nb = 0, used = 0;
         while (i + nb < n && nb < BATCH) {
@@ -584,10 +584,13 @@ static qtk_status search_subset(const qtk__plan *p, const qtk__mse_cfg *c, const
             if (q.len > QTK__MSE_LANE_MAX) break;
         }
         if (nb == 1 && src[0].len > QTK__MSE_LANE_MAX) {
-            uint32_t code;
-            st = big_search(c, src[0].x, src[0].w, src[0].len, src[0].len, g, 1, &code, eff, err + i);
+            st = big_search(c, src[0].x, src[0].w, src[0].len, src[0].len, g, 1, codes_out + i, eff_out + i, err + i);
         } else {
-            mse_kernel(c, src, nb, g, codes, eff, err + i);
+            mse_kernel(c, src, nb, g, codes, eff_out + i, err + i);
+            for (size_t k = 0; k < nb; k++) {
+                const uint8_t *q = codes + k * c->sz;
+                codes_out[i + k] = c->sz == 1 ? q[0] : c->sz == 2 ? qtk__ld16(q) : qtk__ld32(q);
+            }
         }
         i += nb;
     }
@@ -596,7 +599,6 @@ static qtk_status search_subset(const qtk__plan *p, const qtk__mse_cfg *c, const
     qtk__free(idx);
     qtk__free(src);
     qtk__free(codes);
-    qtk__free(eff);
     return st;
 }
 
@@ -614,78 +616,110 @@ qtk_status qtk__mse_quantize(const qtk__plan *p, const float *x, const qtk__weig
      * largest value, whose best scale the saturation may cut, and blocks near or among its
      * subnormals, where the grid thins out — change; they are searched again at 2 g0 and at
      * g0 / 2, g0 / 4, ... (while that pays, and while these re-searches stay within a
-     * quarter of the groups), and the global with the least total error wins
-     * (minmax's g0 unless another is clearly better, and never when the full pass at the
-     * new global does not confirm it). */
-    size_t n = p->L.n_scales;
-    float *alpha = qtk__calloc(n ? n : 1, sizeof(float));
-    double *err0 = qtk__malloc((n ? n : 1) * sizeof(double)), *errj = qtk__malloc((n ? n : 1) * sizeof(double));
-    size_t *list = qtk__malloc((n ? n : 1) * sizeof(size_t));
-    qtk_status st = alpha && err0 && errj && list ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory for %zu scales", n);
+     * quarter of the groups), and the global with the least total error wins (minmax's g0
+     * unless another is clearly better). The totals compared are the exact totals of the
+     * results: a kept group's chosen code must itself move by whole octaves. */
+    size_t n = p->L.n_scales, n1 = n ? n : 1;
+    float *alpha = qtk__calloc(n1, sizeof(float)), *eff0 = qtk__malloc(n1 * sizeof(float));
+    double *err0 = qtk__malloc(n1 * sizeof(double));
+    int32_t *c0s = qtk__malloc(n1 * sizeof(int32_t));
+    size_t *list = qtk__malloc(n1 * sizeof(size_t));
+    /* the best alternative's re-searched groups */
+    double *ej = qtk__malloc(n1 * sizeof(double));
+    uint32_t *cj = qtk__malloc(n1 * sizeof(uint32_t)), *cb = qtk__malloc(n1 * sizeof(uint32_t));
+    float *fj = qtk__malloc(n1 * sizeof(float)), *fb = qtk__malloc(n1 * sizeof(float));
+    size_t *lb = qtk__malloc(n1 * sizeof(size_t)), mb = 0;
+    qtk_status st = alpha && eff0 && err0 && c0s && list && ej && cj && cb && fj && fb && lb
+                        ? QTK_OK
+                        : qtk__err(QTK_E_NOMEM, "out of memory for %zu scales", n);
     float g0 = 1.0f, g = 1.0f;
     if (!st) st = qtk__calibrate_alpha(p, x, QTK_CALIB_MINMAX, threads, alpha);
     if (!st) g = g0 = qtk__scales_global(p, alpha, n);
-    if (!st) st = qtk__mse_pass(p, x, w, g0, threads, dst, true, NULL, err0, NULL, &bad, &bad_group);
+    if (!st) st = qtk__mse_pass(p, x, w, g0, threads, dst, true, eff0, err0, NULL, &bad, &bad_group);
     if (!st) st = pass_errors(p, x, bad, bad_group, g0);
     qtk__mse_cfg c;
     qtk__mse_cfg_init(&c, p);
     bool ue = p->s.block_dtype == QTK_DTYPE_UE4M3;
     const int32_t oct = ue ? 8 : 0x400, nmin = ue ? 8 : 0x400, cmax = ue ? 0x7e : 0x7bff;
     const int32_t lo_slack = ue ? 3 + 8 : oct, hi_slack = ue ? 5 : oct; /* ue4m3: offsets -3..+5, from 16 up */
+    const uint8_t *codes0 = dst + p->L.scales_offset;
     double e0 = 0.0, best = 0.0;
     for (size_t i = 0; i < n; i++) e0 += err0[i];
+    int32_t top = -1;
+    for (size_t i = 0; !st && i < n; i++) {
+        c0s[i] = alpha[i] == 0.0f ? -1 : (int32_t)qtk_fmt_round_up(c.dt, (alpha[i] / p->div) / g0);
+        if (c0s[i] > top) top = c0s[i];
+    }
     int bj = 0;
     size_t budget = n / 4 + 1; /* groups searched again, at most: the global costs <= 1/4 more */
     const int js[] = {1, -1, -2, -3, -4, -5, -6, -7, -8};
-    int32_t *c0s = (int32_t *)(void *)errj; /* minmax's codes (int32 fit in the doubles' room) */
-    for (size_t i = 0; !st && i < n; i++)
-        c0s[i] = alpha[i] == 0.0f ? -1 : (int32_t)qtk_fmt_round_up(c.dt, (alpha[i] / p->div) / g0);
-    int32_t cmaxs = -1;
-    for (size_t i = 0; !st && i < n; i++)
-        if (c0s[i] > cmaxs) cmaxs = c0s[i];
-    for (size_t ji = 0; !st && cmaxs >= 0 && ji < sizeof js / sizeof js[0]; ji++) {
+    for (size_t ji = 0; !st && top >= 0 && ji < sizeof js / sizeof js[0]; ji++) {
         int j = js[ji];
         float gj = ldexpf(g0, j);
         if (!(gj >= 0x1p-126f) || !qtk__isfinite(gj)) continue;
         size_t m = 0;
-        for (size_t i = 0; i < n && m <= budget; i++) {
+        bool shiftable = true;
+        for (size_t i = 0; i < n && m <= budget && shiftable; i++) {
             if (c0s[i] < 0) continue;
-            int32_t cj = c0s[i] - oct * j, lo = c0s[i] < cj ? c0s[i] : cj, hi = c0s[i] > cj ? c0s[i] : cj;
-            if (lo - lo_slack < nmin || hi + hi_slack > cmax) list[m++] = i;
+            int32_t sj = c0s[i] - oct * j, lo = c0s[i] < sj ? c0s[i] : sj, hi = c0s[i] > sj ? c0s[i] : sj;
+            if (lo - lo_slack < nmin || hi + hi_slack > cmax) {
+                list[m++] = i;
+            } else { /* kept: its chosen code must move by whole octaves too */
+                int32_t k = (int32_t)(c.sz == 1 ? codes0[i] : qtk__ld16(codes0 + 2 * i)) & 0x7fff;
+                shiftable = k - oct * j >= nmin && k - oct * j <= cmax && k >= nmin && k <= cmax;
+            }
         }
-        if (m == 0) continue;
+        if (m == 0 || !shiftable) continue;
         if (m > budget) {
             if (j < 0) break;
             continue;
         }
         budget -= m;
-        double *ej = qtk__malloc(m * sizeof(double));
-        if (!ej) st = qtk__err(QTK_E_NOMEM, "out of memory");
-        if (!st) st = search_subset(p, &c, x, w, gj, list, m, ej);
+        st = search_subset(p, &c, x, w, gj, list, m, ej, cj, fj);
         double d = 0.0;
         for (size_t k = 0; !st && k < m; k++) d += ej[k] - err0[list[k]];
-        qtk__free(ej);
-        if (d < best) {
+        if (!st && d < best) {
             best = d;
             bj = j;
+            mb = m;
+            memcpy(lb, list, m * sizeof *lb);
+            memcpy(cb, cj, m * sizeof *cb);
+            memcpy(fb, fj, m * sizeof *fb);
         } else if (j < 0) {
             break; /* going down stopped paying */
         }
     }
     if (!st && bj != 0 && (e0 + best) * (1.0 + (double)QTK__MSE_MARGIN) < e0) {
+        /* the new global: kept groups' codes move by bj octaves (same effective scales, same
+         * fields), re-searched ones take their new codes; then the fields again */
         g = ldexpf(g0, bj);
-        double ej = 0.0;
-        st = qtk__mse_pass(p, x, w, g, threads, dst, true, NULL, NULL, &ej, &bad, &bad_group);
-        if (!st && (bad_group != SIZE_MAX || !(ej * (1.0 + (double)QTK__MSE_MARGIN) < e0))) {
-            g = g0; /* not confirmed: minmax's global after all */
-            st = qtk__mse_pass(p, x, w, g, threads, dst, true, NULL, NULL, NULL, &bad, &bad_group);
+        uint8_t *codes = dst + p->L.scales_offset;
+        for (size_t i = 0, k = 0; i < n; i++) {
+            if (k < mb && lb[k] == i) {
+                qtk__scale_store(c.dt, codes + i * c.sz, cb[k]);
+                eff0[i] = fb[k];
+                k++;
+            } else if (c0s[i] >= 0) {
+                uint32_t v = c.sz == 1 ? codes[i] : qtk__ld16(codes + 2 * i);
+                qtk__scale_store(c.dt, codes + i * c.sz, v - (uint32_t)(oct * bj));
+            }
         }
+        for (size_t i = 0; i < n && bad_group == SIZE_MAX; i++)
+            if (!qtk__isfinite(eff0[i])) bad_group = i;
+        if (bad_group == SIZE_MAX) st = qtk__exec_encode(p, x, eff0, dst, threads);
         if (!st) st = pass_errors(p, x, bad, bad_group, g);
     }
     *global = g;
     qtk__free(alpha);
+    qtk__free(eff0);
     qtk__free(err0);
-    qtk__free(errj);
+    qtk__free(c0s);
     qtk__free(list);
+    qtk__free(ej);
+    qtk__free(cj);
+    qtk__free(cb);
+    qtk__free(fj);
+    qtk__free(fb);
+    qtk__free(lb);
     return st;
 }

@@ -31,7 +31,7 @@ typedef struct {
 } mse_ctx;
 
 static bool mse_ctx_init(const qtk__mse_cfg *c, mse_ctx *k) {
-    memset(k, 0, sizeof *k);
+    memset(k, 0, offsetof(mse_ctx, le)); /* the lookup encoder (2 KiB) is filled when used */
     const qtk__plan *p = c->p;
     k->c = c;
     k->lo = vf_set1(p->lo);
@@ -137,8 +137,9 @@ static QTK_ALWAYS_INLINE vf mse_exact_v(const mse_ctx *k, vf x, vf en, vm z, int
     return vf_blend(z, mse_exact_value(k, vf_div(x, en), kind), k->zv);
 }
 
+/* sums: also the least-squares sums (for a Lloyd step; the code grids need none) */
 static QTK_ALWAYS_INLINE void mse_exact2(const mse_ctx *k, const mse_batch *b, vf en0, vf en1, int two, int kind,
-                                         int weighted, mse_sums *o0, mse_sums *o1) {
+                                         int weighted, int sums, mse_sums *o0, mse_sums *o1) {
     vf e0 = vf_zero(), a0 = vf_zero(), q0 = vf_zero(), e1 = vf_zero(), a1 = vf_zero(), q1 = vf_zero();
     vm z0 = vf_eq(en0, vf_zero()), z1 = vf_eq(en1, vf_zero());
     for (size_t j = 0; j < b->len; j++) {
@@ -153,23 +154,28 @@ static QTK_ALWAYS_INLINE void mse_exact2(const mse_ctx *k, const mse_batch *b, v
             t1 = vf_mul(d1, d1);
         }
         if (weighted) {
-            vf w = vf_loadu(b->W + j * VW), wx = vf_loadu(b->WX + j * VW);
+            vf w = vf_loadu(b->W + j * VW);
             e0 = vf_fma(w, t, e0);
-            a0 = vf_fma(wx, v, a0);
-            q0 = vf_fma(vf_mul(w, v), v, q0);
-            if (two) {
-                e1 = vf_fma(w, t1, e1);
-                a1 = vf_fma(wx, v1, a1);
-                q1 = vf_fma(vf_mul(w, v1), v1, q1);
+            if (two) e1 = vf_fma(w, t1, e1);
+            if (sums) {
+                vf wx = vf_loadu(b->WX + j * VW);
+                a0 = vf_fma(wx, v, a0);
+                q0 = vf_fma(vf_mul(w, v), v, q0);
+                if (two) {
+                    a1 = vf_fma(wx, v1, a1);
+                    q1 = vf_fma(vf_mul(w, v1), v1, q1);
+                }
             }
         } else {
             e0 = vf_add(e0, t);
-            a0 = vf_fma(x, v, a0);
-            q0 = vf_fma(v, v, q0);
-            if (two) {
-                e1 = vf_add(e1, t1);
-                a1 = vf_fma(x, v1, a1);
-                q1 = vf_fma(v1, v1, q1);
+            if (two) e1 = vf_add(e1, t1);
+            if (sums) {
+                a0 = vf_fma(x, v, a0);
+                q0 = vf_fma(v, v, q0);
+                if (two) {
+                    a1 = vf_fma(x, v1, a1);
+                    q1 = vf_fma(v1, v1, q1);
+                }
             }
         }
     }
@@ -191,10 +197,10 @@ static QTK_ALWAYS_INLINE void mse_take(const mse_ctx *k, vi code, vf eff, const 
 
 /* Scores codes c0 (and c1 when two), in that order. */
 static QTK_ALWAYS_INLINE void mse_consider2(const mse_ctx *k, const mse_batch *b, vi c0, vi c1, int two, int kind,
-                                            int weighted, mse_best *best) {
+                                            int weighted, int sums, mse_best *best) {
     vf f0 = mse_eff(k, c0), f1 = two ? mse_eff(k, c1) : f0;
     mse_sums s0, s1;
-    mse_exact2(k, b, vf_mul(f0, b->m), vf_mul(f1, b->m), two, kind, weighted, &s0, &s1);
+    mse_exact2(k, b, vf_mul(f0, b->m), vf_mul(f1, b->m), two, kind, weighted, sums, &s0, &s1);
     mse_take(k, c0, f0, &s0, best);
     if (two) mse_take(k, c1, f1, &s1, best);
 }
@@ -257,11 +263,12 @@ static QTK_ALWAYS_INLINE void mse_trial_take(vf sxv, vf svv, vf *best_score, vf 
 static QTK_ALWAYS_INLINE vi mse_grid_code(const mse_ctx *k, vi c0, vf raw0, int i) {
     const qtk__mse_cfg *c = k->c;
     vi off = vi_min(vi_max(vi_add(c0, vi_set1(c->grid_off[i])), vi_zero()), vi_set1(c->grid_max));
-    if (c->dt == QTK_DTYPE_UE8M0) return off;
+    vm sparse = vi_gt(vi_set1(16), c0); /* codes below 16: the nearest codes to raw0 x 2^(off/8) */
+    if (c->dt == QTK_DTYPE_UE8M0 || !vm_any(sparse)) return off;
     vf s = vf_min(vf_mul(raw0, vf_set1(c->grid_f[i])), k->fmaxs);
     vi lo = mse_code_floor(c, s), hi = mse_code_ceil(c, s);
     vf dl = vf_sub(s, vf_abs(mse_eff_raw(k, lo))), dh = vf_sub(vf_abs(mse_eff_raw(k, hi)), s);
-    return vi_blend(vi_gt(c0, vi_set1(15)), vi_blend(vf_gt(dl, dh), lo, hi), off);
+    return vi_blend(sparse, off, vi_blend(vf_gt(dl, dh), lo, hi));
 }
 
 static QTK_ALWAYS_INLINE void mse_batch_search(const mse_ctx *k, const mse_batch *b, vi c0, vf raw0, vf eff0, int kind,
@@ -299,21 +306,31 @@ static QTK_ALWAYS_INLINE void mse_batch_search(const mse_ctx *k, const mse_batch
         if (c->ls_pair) {
             mse_sums s0, s1;
             vf f0 = mse_eff(k, c0), f1 = mse_eff(k, first);
-            mse_exact2(k, b, vf_mul(f0, b->m), vf_mul(f1, b->m), 1, kind, weighted, &s0, &s1);
+            mse_exact2(k, b, vf_mul(f0, b->m), vf_mul(f1, b->m), 1, kind, weighted, 1, &s0, &s1);
             best->code = c0;
             best->eff = eff0;
             best->err = best->adj = s0.err;
             best->sxv = s0.sxv;
             best->svv = s0.svv;
             mse_take(k, first, f1, &s1, best);
-            mse_consider2(k, b, second, second, 0, kind, weighted, best);
+            mse_consider2(k, b, second, second, 0, kind, weighted, 1, best);
             goto lloyd;
         }
     }
-    {
+    if (c->grid) {
         mse_sums s0, s1;
         vf f1 = mse_eff(k, first);
-        mse_exact2(k, b, vf_mul(eff0, b->m), vf_mul(f1, b->m), 1, kind, weighted, &s0, &s1);
+        mse_exact2(k, b, vf_mul(eff0, b->m), vf_mul(f1, b->m), 1, kind, weighted, 0, &s0, &s1);
+        best->code = c0;
+        best->eff = eff0;
+        best->err = best->adj = s0.err;
+        best->sxv = s0.sxv;
+        best->svv = s0.svv;
+        mse_take(k, first, f1, &s1, best);
+    } else {
+        mse_sums s0, s1;
+        vf f1 = mse_eff(k, first);
+        mse_exact2(k, b, vf_mul(eff0, b->m), vf_mul(f1, b->m), 1, kind, weighted, 1, &s0, &s1);
         best->code = c0;
         best->eff = eff0;
         best->err = best->adj = s0.err;
@@ -325,7 +342,7 @@ static QTK_ALWAYS_INLINE void mse_batch_search(const mse_ctx *k, const mse_batch
         for (int i = i0; i < c->n_grid; i += 2) {
             int two = i + 1 < c->n_grid;
             mse_consider2(k, b, mse_grid_code(k, c0, raw0, i), mse_grid_code(k, c0, raw0, two ? i + 1 : i), two, kind,
-                          weighted, best);
+                          weighted, 0, best);
         }
         return;
     }
@@ -334,7 +351,7 @@ lloyd:
         vm pos = vf_gt(best->svv, vf_zero());
         vf r2 = vf_blend(pos, vf_zero(), vf_div(best->sxv, best->svv));
         vi second, one = mse_ls_codes(k, b, r2, &second);
-        mse_consider2(k, b, one, second, c->ls_pair, kind, weighted, best);
+        mse_consider2(k, b, one, second, c->ls_pair, kind, weighted, 1, best);
     }
 }
 
