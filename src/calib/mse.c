@@ -620,21 +620,27 @@ qtk_status qtk__mse_quantize(const qtk__plan *p, const float *x, const qtk__weig
      * unless another is clearly better). The totals compared are the exact totals of the
      * results: a kept group's chosen code must itself move by whole octaves. */
     size_t n = p->L.n_scales, n1 = n ? n : 1;
+    size_t budget = n / 4 + 1; /* groups searched again, at most: the global costs <= 1/4 more */
     float *alpha = qtk__calloc(n1, sizeof(float)), *eff0 = qtk__malloc(n1 * sizeof(float));
     double *err0 = qtk__malloc(n1 * sizeof(double));
-    int32_t *c0s = qtk__malloc(n1 * sizeof(int32_t));
-    size_t *list = qtk__malloc(n1 * sizeof(size_t));
-    /* the best alternative's re-searched groups */
-    double *ej = qtk__malloc(n1 * sizeof(double));
-    uint32_t *cj = qtk__malloc(n1 * sizeof(uint32_t)), *cb = qtk__malloc(n1 * sizeof(uint32_t));
-    float *fj = qtk__malloc(n1 * sizeof(float)), *fb = qtk__malloc(n1 * sizeof(float));
-    size_t *lb = qtk__malloc(n1 * sizeof(size_t)), mb = 0;
-    qtk_status st = alpha && eff0 && err0 && c0s && list && ej && cj && cb && fj && fb && lb
+    uint8_t *c0b = qtk__malloc(n1 * 2); /* minmax's codes (ue4m3: 1 byte, f16: 2) */
+    size_t *list = qtk__malloc(budget * sizeof(size_t));
+    /* the re-searched groups, and the best alternative's */
+    double *ej = qtk__malloc(budget * sizeof(double));
+    uint32_t *cj = qtk__malloc(budget * sizeof(uint32_t)), *cb = qtk__malloc(budget * sizeof(uint32_t));
+    float *fj = qtk__malloc(budget * sizeof(float)), *fb = qtk__malloc(budget * sizeof(float));
+    size_t *lb = qtk__malloc(budget * sizeof(size_t)), mb = 0;
+    qtk_status st = alpha && eff0 && err0 && c0b && list && ej && cj && cb && fj && fb && lb
                         ? QTK_OK
                         : qtk__err(QTK_E_NOMEM, "out of memory for %zu scales", n);
     float g0 = 1.0f, g = 1.0f;
     if (!st) st = qtk__calibrate_alpha(p, x, QTK_CALIB_MINMAX, threads, alpha);
     if (!st) g = g0 = qtk__scales_global(p, alpha, n);
+    if (!st) { /* minmax's codes: the kernels' stored-scale rule (eff0 is scratch here) */
+        const qtk__kernels *kk = qtk__kernels_active();
+        if (!kk->finish_scales || !kk->finish_scales(p, alpha, n, g0, c0b, eff0))
+            qtk__kernels_ref.finish_scales(p, alpha, n, g0, c0b, eff0);
+    }
     if (!st) st = qtk__mse_pass(p, x, w, g0, threads, dst, true, eff0, err0, NULL, &bad, &bad_group);
     if (!st) st = pass_errors(p, x, bad, bad_group, g0);
     qtk__mse_cfg c;
@@ -645,35 +651,35 @@ qtk_status qtk__mse_quantize(const qtk__plan *p, const float *x, const qtk__weig
     const uint8_t *codes0 = dst + p->L.scales_offset;
     double e0 = 0.0, best = 0.0;
     for (size_t i = 0; i < n; i++) e0 += err0[i];
-    int32_t top = -1;
-    for (size_t i = 0; !st && i < n; i++) {
-        c0s[i] = alpha[i] == 0.0f ? -1 : (int32_t)qtk_fmt_round_up(c.dt, (alpha[i] / p->div) / g0);
-        if (c0s[i] > top) top = c0s[i];
-    }
+#define C0(i) (alpha[i] == 0.0f ? -1 : (int32_t)(c.sz == 1 ? c0b[i] : qtk__ld16(c0b + 2 * (i))))
     int bj = 0;
-    size_t budget = n / 4 + 1; /* groups searched again, at most: the global costs <= 1/4 more */
     const int js[] = {1, -1, -2, -3, -4, -5, -6, -7, -8};
-    for (size_t ji = 0; !st && top >= 0 && ji < sizeof js / sizeof js[0]; ji++) {
+    for (size_t ji = 0; !st && ji < sizeof js / sizeof js[0]; ji++) {
         int j = js[ji];
         float gj = ldexpf(g0, j);
         if (!(gj >= 0x1p-126f) || !qtk__isfinite(gj)) continue;
         size_t m = 0;
-        bool shiftable = true;
-        for (size_t i = 0; i < n && m <= budget && shiftable; i++) {
-            if (c0s[i] < 0) continue;
-            int32_t sj = c0s[i] - oct * j, lo = c0s[i] < sj ? c0s[i] : sj, hi = c0s[i] > sj ? c0s[i] : sj;
+        bool shiftable = true, over = false;
+        for (size_t i = 0; i < n && shiftable; i++) {
+            int32_t c0i = C0(i);
+            if (c0i < 0) continue;
+            int32_t sj = c0i - oct * j, lo = c0i < sj ? c0i : sj, hi = c0i > sj ? c0i : sj;
             if (lo - lo_slack < nmin || hi + hi_slack > cmax) {
+                if (m == budget) {
+                    over = true;
+                    break;
+                }
                 list[m++] = i;
             } else { /* kept: its chosen code must move by whole octaves too */
                 int32_t k = (int32_t)(c.sz == 1 ? codes0[i] : qtk__ld16(codes0 + 2 * i)) & 0x7fff;
                 shiftable = k - oct * j >= nmin && k - oct * j <= cmax && k >= nmin && k <= cmax;
             }
         }
-        if (m == 0 || !shiftable) continue;
-        if (m > budget) {
-            if (j < 0) break;
+        if (over) {
+            if (j < 0) break; /* further down, still more groups move */
             continue;
         }
+        if (m == 0 || !shiftable) continue;
         budget -= m;
         st = search_subset(p, &c, x, w, gj, list, m, ej, cj, fj);
         double d = 0.0;
@@ -699,7 +705,7 @@ qtk_status qtk__mse_quantize(const qtk__plan *p, const float *x, const qtk__weig
                 qtk__scale_store(c.dt, codes + i * c.sz, cb[k]);
                 eff0[i] = fb[k];
                 k++;
-            } else if (c0s[i] >= 0) {
+            } else if (C0(i) >= 0) {
                 uint32_t v = c.sz == 1 ? codes[i] : qtk__ld16(codes + 2 * i);
                 qtk__scale_store(c.dt, codes + i * c.sz, v - (uint32_t)(oct * bj));
             }
@@ -713,7 +719,8 @@ qtk_status qtk__mse_quantize(const qtk__plan *p, const float *x, const qtk__weig
     qtk__free(alpha);
     qtk__free(eff0);
     qtk__free(err0);
-    qtk__free(c0s);
+#undef C0
+    qtk__free(c0b);
     qtk__free(list);
     qtk__free(ej);
     qtk__free(cj);

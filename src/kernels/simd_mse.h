@@ -404,9 +404,10 @@ static bool simd_mse_groups(const qtk__mse_cfg *c, const qtk__mse_src *src, size
         if (full && VW > 1) {
             sx = src[b0 + 1].x - src[b0].x;
             if (ws_eq) sw = src[b0 + 1].w - src[b0].w;
+            /* (differences of pointers into the same array: no pointer is formed outside it) */
             for (size_t l = 0; l < VW; l++) {
-                xs_eq = xs_eq && src[b0 + l].x == src[b0].x + (ptrdiff_t)l * sx;
-                ws_eq = ws_eq && src[b0 + l].w == src[b0].w + (ptrdiff_t)l * sw;
+                xs_eq = xs_eq && src[b0 + l].x - src[b0].x == (ptrdiff_t)l * sx;
+                ws_eq = ws_eq && src[b0 + l].w - src[b0].w == (ptrdiff_t)l * sw;
             }
         }
         size_t jt = maxlen - maxlen % VW; /* transposed blocks cover [0, jt) */
