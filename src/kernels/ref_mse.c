@@ -13,7 +13,7 @@ static const float trials4[] = {0.80f, 0.84f, 0.88f, 0.92f, 0.96f, 1.00f, 1.04f,
 static const float trials2[] = {0.55f, 0.65f, 0.75f, 0.85f, 0.95f, 1.05f, 1.15f, 1.25f, 1.35f, 1.5f};
 static const float trials_lut[] = {0.84f, 0.92f, 1.00f, 1.08f, 1.16f};
 /* e2m1's grid thins out towards 6: mapping a group's largest value near 4 is often better */
-static const float trials_e2m1[] = {0.80f, 0.88f, 0.96f, 1.04f, 1.12f, 1.20f, 1.30f, 1.40f, 1.50f, 1.60f};
+static const float trials_e2m1[] = {0.84f, 0.96f, 1.08f, 1.20f, 1.35f, 1.50f};
 
 void qtk__mse_cfg_init(qtk__mse_cfg *c, const qtk__plan *p) {
     memset(c, 0, sizeof *c);
