@@ -219,35 +219,45 @@ static QTK_ALWAYS_INLINE vi mse_ls_codes(const mse_ctx *k, const mse_batch *b, v
     return vi_blend(vf_gt(dl, dh), lo, hi);
 }
 
-/* Trial sums of two inverse scales at once. */
-static QTK_ALWAYS_INLINE void mse_trial2(const mse_ctx *k, const mse_batch *b, vf inv0, vf inv1, int two, int kind,
-                                         int weighted, vf *sxv0, vf *svv0, vf *sxv1, vf *svv1) {
-    vf a0 = vf_zero(), q0 = vf_zero(), a1 = vf_zero(), q1 = vf_zero();
+/* Trial sums of N (2 or 4) inverse scales at once: independent chains of fused multiply-
+ * adds in one loop (their latency hidden), each the reference's sums in element order. */
+static QTK_ALWAYS_INLINE void mse_trials(const mse_ctx *k, const mse_batch *b, const vf *inv, int N, int kind,
+                                         int weighted, vf *sxv, vf *svv) {
+    vf a0 = vf_zero(), q0 = vf_zero(), a1 = vf_zero(), q1 = vf_zero(), a2 = vf_zero(), q2 = vf_zero(), a3 = vf_zero(),
+       q3 = vf_zero();
+    vf i0 = inv[0], i1 = inv[1], i2 = N > 2 ? inv[2] : inv[0], i3 = N > 2 ? inv[3] : inv[0];
     for (size_t j = 0; j < b->len; j++) {
         vf x = vf_loadu(b->X + j * VW);
-        vf v0 = mse_trial_value(k, vf_mul(x, inv0), kind);
-        vf v1 = two ? mse_trial_value(k, vf_mul(x, inv1), kind) : vf_zero();
+        vf v0 = mse_trial_value(k, vf_mul(x, i0), kind), v1 = mse_trial_value(k, vf_mul(x, i1), kind);
+        vf v2 = N > 2 ? mse_trial_value(k, vf_mul(x, i2), kind) : v0;
+        vf v3 = N > 2 ? mse_trial_value(k, vf_mul(x, i3), kind) : v0;
         if (weighted) {
             vf w = vf_loadu(b->W + j * VW), wx = vf_loadu(b->WX + j * VW);
             a0 = vf_fma(wx, v0, a0);
             q0 = vf_fma(vf_mul(w, v0), v0, q0);
-            if (two) {
-                a1 = vf_fma(wx, v1, a1);
-                q1 = vf_fma(vf_mul(w, v1), v1, q1);
+            a1 = vf_fma(wx, v1, a1);
+            q1 = vf_fma(vf_mul(w, v1), v1, q1);
+            if (N > 2) {
+                a2 = vf_fma(wx, v2, a2);
+                q2 = vf_fma(vf_mul(w, v2), v2, q2);
+                a3 = vf_fma(wx, v3, a3);
+                q3 = vf_fma(vf_mul(w, v3), v3, q3);
             }
         } else {
             a0 = vf_fma(x, v0, a0);
             q0 = vf_fma(v0, v0, q0);
-            if (two) {
-                a1 = vf_fma(x, v1, a1);
-                q1 = vf_fma(v1, v1, q1);
+            a1 = vf_fma(x, v1, a1);
+            q1 = vf_fma(v1, v1, q1);
+            if (N > 2) {
+                a2 = vf_fma(x, v2, a2);
+                q2 = vf_fma(v2, v2, q2);
+                a3 = vf_fma(x, v3, a3);
+                q3 = vf_fma(v3, v3, q3);
             }
         }
     }
-    *sxv0 = a0;
-    *svv0 = q0;
-    *sxv1 = a1;
-    *svv1 = q1;
+    sxv[0] = a0, svv[0] = q0, sxv[1] = a1, svv[1] = q1;
+    if (N > 2) sxv[2] = a2, svv[2] = q2, sxv[3] = a3, svv[3] = q3;
 }
 
 static QTK_ALWAYS_INLINE void mse_trial_take(vf sxv, vf svv, vf *best_score, vf *best_r) {
@@ -291,14 +301,16 @@ static QTK_ALWAYS_INLINE void mse_batch_search(const mse_ctx *k, const mse_batch
                                                   : vf_set1(-1.0f);
             vf ext = vf_blend(vf_gt(vf_mul(sg, b->smax), vf_zero()), vf_set1(c->ext_neg), vf_set1(c->ext_pos));
             vf num = vf_mul(sg, ext);
-            for (int t = 0; t < c->n_trials; t += 2) {
-                int two = t + 1 < c->n_trials;
-                vf inv0 = vf_div(num, vf_mul(b->an, vf_set1(c->trial[t])));
-                vf inv1 = two ? vf_div(num, vf_mul(b->an, vf_set1(c->trial[t + 1]))) : inv0;
-                vf sxv0, svv0, sxv1, svv1;
-                mse_trial2(k, b, inv0, inv1, two, kind, weighted, &sxv0, &svv0, &sxv1, &svv1);
-                mse_trial_take(sxv0, svv0, &best_score, &best_r);
-                if (two) mse_trial_take(sxv1, svv1, &best_score, &best_r);
+            for (int t = 0; t < c->n_trials;) {
+                /* four at a time, then two (the last one twice when the count is odd) */
+                int left = c->n_trials - t, N = left >= 4 ? 4 : 2, real = left >= 4 ? 4 : left;
+                vf inv[4], sxv[4], svv[4];
+                for (int u = 0; u < N; u++)
+                    inv[u] = vf_div(num, vf_mul(b->an, vf_set1(c->trial[t + (u < real ? u : real - 1)])));
+                if (N == 4) mse_trials(k, b, inv, 4, kind, weighted, sxv, svv);
+                else mse_trials(k, b, inv, 2, kind, weighted, sxv, svv);
+                for (int u = 0; u < real; u++) mse_trial_take(sxv[u], svv[u], &best_score, &best_r);
+                t += real;
             }
         }
         vi second;
