@@ -306,9 +306,11 @@ static const pair pairs[] = {
 static const char *const qtk_more[] = {
     "nvfp4",
     "q4f,table=fit,block=32:f16",
-    "q4f,table=fit,block=64:f16",
+    "q4f,table=fit,block=17:ue4m3,tensor=f32", /* 4.47 bits + the table (rows of 4096) */
+    "q4f,table=fit,block=18:ue4m3,tensor=f32", /* 4.45-4.47 bits + the table */
+    "q4f,table=iq4nl,block=18:ue4m3,tensor=f32",
+    "q4f,block=16:ue4m3",
     "q4f,table=fit,block=32:ue4m3,tensor=f32",
-    "q4f,block=32:ue4m3,tensor=f32",
     "q4f,table=nf4,block=32:f16",
     "e2m1,block=32:f16",
     "q2f,block=32:f16",
