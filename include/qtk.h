@@ -267,13 +267,16 @@ typedef struct qtk_quantize_options {
     int threads; /* 0: the library default (qtk_set_threads) */
     /* Importance weights of the squared error, for calibration mse and for fitting a table
      * (table=fit); NULL: every element weighs 1. Refused with other calibrations (where
-     * nothing would use them). Two shapes:
+     * nothing would use them). Three shapes:
      *   n_weights == numel: one weight per element, in the order of x;
      *   n_weights == shape[rank - 1] (1 for rank 0): one weight per column — weights[j]
      *     weighs every element whose last index is j. For an [out, in] weight matrix this
-     *     is llama.cpp's importance matrix: the mean squared activation of input j.
-     * (When numel equals the last extent both readings agree.) Every weight must be finite
-     * and >= 0; a group whose weights are all 0 keeps the minmax scale. */
+     *     is llama.cpp's importance matrix: the mean squared activation of input j;
+     *   rank >= 3 and n_weights == shape[0] * shape[rank - 1]: one weight per first index
+     *     and column — weights[i0 * in + j], an importance matrix's per-expert weights
+     *     (expert-major) for a merged-expert [experts, out, in] tensor.
+     * (Where two readings apply they agree.) Every weight must be finite and >= 0; a group
+     * whose weights are all 0 keeps the minmax scale. */
     const float *weights;
     size_t n_weights;
 } qtk_quantize_options;

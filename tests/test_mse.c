@@ -404,6 +404,39 @@ static void weights_layouts(void) {
     free(x);
     free(we);
     free(z);
+    /* a merged-expert [experts, out, in] tensor: one weight per expert and column equals its
+     * expansion per element */
+    size_t s3[3] = {3, 5, 64}, n3 = 3 * 5 * 64;
+    float *x3 = malloc(n3 * 4), *w3 = malloc(n3 * 4), wx[3 * 64];
+    fill(x3, n3, 64, 1, &seed);
+    for (int i = 0; i < 3 * 64; i++) wx[i] = trand_uniform(&seed, 0, 2);
+    for (size_t i = 0; i < n3; i++) w3[i] = wx[(i / (5 * 64)) * 64 + i % 64];
+    const char *specs3[] = {"q4f,block=32:f16", "q8s", "q4s,block=2x32:f16", "q4f,table=fit,block=16:f16"};
+    for (size_t k = 0; k < sizeof specs3 / sizeof specs3[0]; k++) {
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse(specs3[k], &s));
+        qtk_quantize_options o = {.calibration = QTK_CALIB_MSE, .weights = wx, .n_weights = 3 * 64};
+        qtk_tensor *a = NULL, *b = NULL;
+        CHECK_OK(qtk_quantize(x3, s3, 3, &s, &o, &a));
+        o.weights = w3;
+        o.n_weights = n3;
+        CHECK_OK(qtk_quantize(x3, s3, 3, &s, &o, &b));
+        if (a && b) {
+            size_t la, lb;
+            const uint8_t *ba = qtk_tensor_bytes(a, &la), *bb = qtk_tensor_bytes(b, &lb);
+            CHECK_MSG(la == lb && memcmp(ba, bb, la) == 0, "%s: per-expert weights differ from their expansion",
+                      specs3[k]);
+        }
+        qtk_tensor_free(a);
+        qtk_tensor_free(b);
+    }
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("q4f,block=32:f16", &s));
+    qtk_quantize_options o = {.calibration = QTK_CALIB_MSE, .weights = wx, .n_weights = 2 * 64};
+    qtk_tensor *t = NULL;
+    CHECK_ERR(qtk_quantize(x3, s3, 3, &s, &o, &t), QTK_E_LENGTH, "or one per first index and column (192)");
+    free(x3);
+    free(w3);
 }
 
 /* ---- fitted tables ---- */

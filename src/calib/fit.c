@@ -45,14 +45,14 @@ static void hist_parts(void *ctx, size_t b, size_t e, int worker) {
         for (size_t r = r0; r < r1; r++) {
             qtk__row ri;
             qtk__plan_row(p, r, &ri);
-            const float *xr = H->x + r * p->inner;
+            const float *xr = H->x + r * p->inner, *wr = qtk__weights_row(H->w, r);
             for (size_t j = 0; j < p->inner; j++) {
                 size_t gi = ri.scale_base + j / p->blk_last;
                 double s = H->scale[gi];
                 if (s == 0.0) continue;
                 double u = (double)xr[j] / s;
                 double wt = s * s;
-                if (H->w->w) wt *= H->w->w[H->w->per_col ? j : r * p->inner + j];
+                if (wr) wt *= wr[j];
                 double fb = (u - H->lo) * H->inv_width;
                 size_t bin = fb <= 0.0 ? 0 : fb >= (double)H->bins ? H->bins - 1 : (size_t)fb;
                 h[2 * bin] += wt;

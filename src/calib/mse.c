@@ -29,15 +29,18 @@ qtk_status qtk__weights_resolve(const qtk__plan *p, const qtk_quantize_options *
         if (o->n_weights) return qtk__err(QTK_E_ARG, "n_weights is %zu but weights is NULL", o->n_weights);
         return QTK_OK;
     }
-    size_t cols = p->L.rank > 0 ? p->L.shape[p->L.rank - 1] : 1;
-    if (o->n_weights == p->L.numel) out->per_col = false;
-    else if (o->n_weights == cols) out->per_col = true;
+    size_t cols = p->L.rank > 0 ? p->L.shape[p->L.rank - 1] : 1, lead = p->L.rank >= 3 ? p->L.shape[0] : 0;
+    out->inner = p->inner ? p->inner : 1;
+    if (o->n_weights == p->L.numel) out->row_div = 1;
+    else if (o->n_weights == cols) out->row_div = 0;
+    else if (lead && o->n_weights == lead * cols) out->row_div = p->rows / lead;
     else {
-        char sb[256];
+        char sb[256], ex[96] = "";
+        if (p->L.rank >= 3) snprintf(ex, sizeof ex, ", or one per first index and column (%zu)", lead * cols);
         return qtk__err(QTK_E_LENGTH,
                         "%zu importance weights given for a tensor of shape %s: give one per element (%zu) or one "
-                        "per column of the last dimension (%zu)",
-                        o->n_weights, qtk__shape_str(p->L.shape, p->L.rank, sb, sizeof sb), p->L.numel, cols);
+                        "per column of the last dimension (%zu)%s",
+                        o->n_weights, qtk__shape_str(p->L.shape, p->L.rank, sb, sizeof sb), p->L.numel, cols, ex);
     }
     for (size_t i = 0; i < o->n_weights; i++) {
         float v = o->weights[i];
@@ -295,7 +298,7 @@ static void rows_chunk(void *ctx, size_t b, size_t e, int wk) {
             for (size_t j0 = 0; j0 < inner; j0 += blk, k++) {
                 size_t len = j0 + blk < inner ? blk : inner - j0;
                 src[k].x = J->x + r * inner + j0;
-                src[k].w = !J->w->w ? NULL : J->w->per_col ? J->w->w + j0 : J->w->w + r * inner + j0;
+                src[k].w = J->w->w ? qtk__weights_row(J->w, r) + j0 : NULL;
                 src[k].len = len;
             }
         uint8_t *codes = J->dst + p->L.scales_offset + g0 * sz;
@@ -455,15 +458,26 @@ static qtk_status pass_groups(const qtk__plan *p, const qtk__mse_cfg *c, const f
         if (b != SIZE_MAX) *bad = b;
         else if (p->L.numel <= QTK__MSE_LANE_MAX) {
             float wt[QTK__MSE_LANE_MAX];
-            for (size_t j = 0; w->w && j < p->L.numel; j++) wt[j] = w->w[w->per_col ? j % p->inner : j];
+            for (size_t j = 0; w->w && j < p->L.numel; j++) wt[j] = qtk__weights_at(w, j);
             qtk__mse_src s1 = {x, w->w ? wt : NULL, p->L.numel};
             mse_kernel(c, &s1, 1, g, dst + p->L.scales_offset, eff, err);
             tot = err[0];
             if (err_all) err_all[0] = err[0];
         } else {
             uint32_t code;
-            size_t period = w->per_col ? p->inner : p->L.numel;
-            st = big_search(c, x, w->w, period, p->L.numel, g, qtk__threads_for(threads, p->L.numel), &code, eff, err);
+            /* weights as a period over the flat index: per column, per element, or expanded */
+            const float *wp = w->w;
+            float *wexp = NULL;
+            size_t period = w->row_div == 0 ? p->inner : p->L.numel;
+            if (w->w && w->row_div > 1) {
+                wexp = qtk__malloc(p->L.numel * sizeof(float));
+                if (!wexp) st = qtk__err(QTK_E_NOMEM, "out of memory for %zu weights", p->L.numel);
+                for (size_t j = 0; wexp && j < p->L.numel; j++) wexp[j] = qtk__weights_at(w, j);
+                wp = wexp;
+            }
+            if (!st)
+                st = big_search(c, x, wp, period, p->L.numel, g, qtk__threads_for(threads, p->L.numel), &code, eff, err);
+            qtk__free(wexp);
             if (!st) qtk__scale_store(p->L.scale_dtype, dst + p->L.scales_offset, code);
             tot = err[0];
             if (err_all) err_all[0] = err[0];
@@ -480,7 +494,7 @@ static qtk_status pass_groups(const qtk__plan *p, const qtk__mse_cfg *c, const f
                 float v = x[idx[k]];
                 if (!qtk__isfinite(v) && idx[k] < *bad) *bad = idx[k];
                 xb[used + k] = v;
-                if (wb) wb[used + k] = w->per_col ? w->w[idx[k] % p->inner] : w->w[idx[k]];
+                if (wb) wb[used + k] = qtk__weights_at(w, idx[k]);
             }
             src[nb] = (qtk__mse_src){xb + used, wb ? wb + used : NULL, n};
             used += n;
@@ -568,14 +582,14 @@ static qtk_status search_subset(const qtk__plan *p, const qtk__mse_cfg *c, const
             if (rows) {
                 size_t r = gi / gpr, j0 = (gi % gpr) * p->blk_last;
                 q.x = x + r * p->inner + j0;
-                q.w = !w->w ? NULL : w->per_col ? w->w + j0 : w->w + r * p->inner + j0;
+                q.w = w->w ? qtk__weights_row(w, r) + j0 : NULL;
                 q.len = j0 + p->blk_last < p->inner ? p->blk_last : p->inner - j0;
             } else {
                 size_t k = group_elements(p, gi, idx);
                 if (nb > 0 && (k > QTK__MSE_LANE_MAX || used + k > cap)) break;
                 for (size_t e = 0; e < k; e++) {
                     xb[used + e] = x[idx[e]];
-                    if (w->w) wb[used + e] = w->per_col ? w->w[idx[e] % p->inner] : w->w[idx[e]];
+                    if (w->w) wb[used + e] = qtk__weights_at(w, idx[e]);
                 }
                 q = (qtk__mse_src){xb + used, w->w ? wb + used : NULL, k};
                 used += k;

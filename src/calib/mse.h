@@ -7,11 +7,23 @@
 
 #include "../kernels/kernels.h"
 
-/* Importance weights resolved against a plan. */
+/* Importance weights resolved against a plan: the weights of row r (inner of them, a row
+ * being the last dimension) start at w + (r / row_div) * inner, or at w when row_div is 0
+ * (one weight per column). Per element: row_div 1; per (first index, column) of a rank >= 3
+ * tensor: row_div = rows / shape[0]. */
 typedef struct qtk__weights {
     const float *w; /* NULL: every element weighs 1 */
-    bool per_col;   /* one weight per index of the last dimension */
+    size_t row_div;
+    size_t inner;
 } qtk__weights;
+
+static inline const float *qtk__weights_row(const qtk__weights *w, size_t r) {
+    return !w->w ? NULL : w->row_div ? w->w + (r / w->row_div) * w->inner : w->w;
+}
+/* the weight of flat element i */
+static inline float qtk__weights_at(const qtk__weights *w, size_t i) {
+    return qtk__weights_row(w, i / w->inner)[i % w->inner];
+}
 
 /* Checks opts' weights against the plan (count, finite, >= 0) into *out. */
 QTK_INTERNAL qtk_status qtk__weights_resolve(const qtk__plan *p, const qtk_quantize_options *o, qtk__weights *out);
