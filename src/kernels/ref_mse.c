@@ -70,7 +70,10 @@ void qtk__mse_cfg_init(qtk__mse_cfg *c, const qtk__plan *p) {
         const int *off = p->bits == 8 ? off_8 : c->kind == QTK__MSE_MF ? off_e2m1 : off_4;
         c->n_grid = p->bits == 8 ? 2 : 5;
         memcpy(c->grid_off, off, (size_t)c->n_grid * sizeof *off);
-        for (int i = 0; i < c->n_grid; i++) c->grid_f[i] = exp2f((float)off[i] / 8.0f);
+        /* 2^(k/8), k = -3..5, as literals: no libm function decides a bit */
+        static const float pow8[] = {0.77110541f, 0.84089642f, 0.91700404f, 1.0f,       1.09050773f,
+                                     1.18920712f, 1.29683955f, 1.41421356f, 1.54221083f};
+        for (int i = 0; i < c->n_grid; i++) c->grid_f[i] = pow8[off[i] + 3];
         c->grid_max = 0x7e;
     }
     const float *t = trials4;
