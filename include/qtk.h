@@ -241,7 +241,13 @@ QTK_API const char *qtk_shape_format(const size_t *shape, int rank, char *buf, s
 
 /* Registers (or replaces) a table of n = 2, 4, 16 or 256 finite f32 entries under a name
  * (letters, digits, '_' and '-', at most 31 characters; stored lower case). The built-in
- * "nf4" and "iq4nl" cannot be replaced. Thread-safe. */
+ * "nf4" and "iq4nl" cannot be replaced, and "fit" is reserved. Thread-safe.
+ *
+ * table=fit (any 2-, 4- or 8-bit value) names no registered table: quantizing fits the
+ * table's 2^bits entries to the tensor (weighted k-means of the scale-normalised values,
+ * seeded from nf4 or an even grid; deterministic, the same for every thread count), and
+ * the entries travel in the tensor's bytes (SPEC §5), where qtk_tensor_from_bytes and
+ * qtk_dequantize_bytes read them: the table lives exactly as long as the bytes. */
 QTK_API qtk_status qtk_table_register(const char *name, const float *entries, size_t n);
 /* Copies up to cap entries of a table into out; *n gets its size. Thread-safe. */
 QTK_API qtk_status qtk_table_get(const char *name, float *out, size_t cap, size_t *n);
@@ -254,10 +260,18 @@ typedef struct qtk_tensor qtk_tensor;
 
 typedef enum qtk_calibration {
     QTK_CALIB_MINMAX = 0, /* alpha = max |x| over the group */
-    QTK_CALIB_ABSMEAN     /* alpha = mean |x| (BitNet b1.58); not for two-level schemes */
+    QTK_CALIB_ABSMEAN,    /* alpha = mean |x| (BitNet b1.58); not for two-level schemes */
+    /* Minimum squared error: per scale group, the stored scale (the value after the scale
+     * dtype's rounding) whose fields give the least sum of w (x - x')^2 — the fields are
+     * the encoder's nearest rounding under that scale, so the bytes are those of the
+     * scheme's layout and decode with the same dequantizer. Two-level schemes also choose
+     * the global. The result is never worse than minmax's on any group (same global), is
+     * the same on every kernel level and for every thread count. docs/quantizers.md has the
+     * method and its cost (about 1 GB/s per core of f32 input for 4-bit schemes). */
+    QTK_CALIB_MSE
 } qtk_calibration;
 
-/* "minmax", "absmean"; "?" if unknown. parse is case-insensitive. */
+/* "minmax", "absmean", "mse"; "?" if unknown. parse is case-insensitive. */
 QTK_API const char *qtk_calibration_name(qtk_calibration c);
 QTK_API qtk_status qtk_calibration_parse(const char *name, qtk_calibration *out);
 
@@ -270,6 +284,20 @@ typedef struct qtk_quantize_options {
     /* Caller-given two-level global scale; required with scales for two-level schemes. */
     const float *global;
     int threads; /* 0: the library default (qtk_set_threads) */
+    /* Importance weights of the squared error, for calibration mse and for fitting a table
+     * (table=fit); NULL: every element weighs 1. Refused with other calibrations (where
+     * nothing would use them). Three shapes:
+     *   n_weights == numel: one weight per element, in the order of x;
+     *   n_weights == shape[rank - 1] (1 for rank 0): one weight per column — weights[j]
+     *     weighs every element whose last index is j. For an [out, in] weight matrix this
+     *     is llama.cpp's importance matrix: the mean squared activation of input j;
+     *   rank >= 3 and n_weights == shape[0] * shape[rank - 1]: one weight per first index
+     *     and column — weights[i0 * in + j], an importance matrix's per-expert weights
+     *     (expert-major) for a merged-expert [experts, out, in] tensor.
+     * (Where two readings apply they agree.) Every weight must be finite and >= 0; a group
+     * whose weights are all 0 keeps the minmax scale. */
+    const float *weights;
+    size_t n_weights;
 } qtk_quantize_options;
 
 /* Quantize n = numel(shape) f32 values. opts may be NULL (minmax calibration). */

@@ -139,6 +139,53 @@ static void given_scales_and_global(void) {
     CHECK(!exists("o5.bin"));
 }
 
+/* --calibration mse and --weights: the library's bytes; table=fit reads back through
+ * dequantize (the table is in OUT.bin) */
+static void calibration_mse_and_weights(void) {
+    size_t shape[2] = {6, 64}, wshape[1] = {64}, bshape[2] = {3, 4};
+    float x[6 * 64], w[64], bad[12] = {0};
+    uint64_t seed = 3;
+    for (int i = 0; i < 6 * 64; i++) x[i] = trand_normal(&seed);
+    for (int j = 0; j < 64; j++) w[j] = (float)(j % 5);
+    write_npy("xm.npy", x, shape, 2);
+    write_npy("wm.npy", w, wshape, 1);
+    write_npy("wbad.npy", bad, bshape, 2);
+    const char *specs[] = {"q4f,block=32:f16", "nvfp4", "q4f,table=fit,block=32:f16"};
+    for (size_t k = 0; k < 3; k++) {
+        for (int weighted = 0; weighted < 2; weighted++) {
+            char args[512], err[2048];
+            unlink("om.bin");
+            snprintf(args, sizeof args, "quantize --force --scheme '%s' --calibration mse %s xm.npy om.bin", specs[k],
+                     weighted ? "--weights wm.npy" : "");
+            CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
+            qtk_scheme s;
+            CHECK_OK(qtk_scheme_parse(specs[k], &s));
+            qtk_layout L;
+            CHECK_OK(qtk_layout_compute(&s, shape, 2, &L));
+            uint8_t *want = malloc(L.total_bytes);
+            qtk_quantize_options o = {.calibration = QTK_CALIB_MSE, .weights = weighted ? w : NULL,
+                                      .n_weights = weighted ? 64u : 0u};
+            CHECK_OK(qtk_quantize_into(x, shape, 2, &s, &o, want, L.total_bytes));
+            size_t n = 0;
+            uint8_t *got = read_file("om.bin", &n);
+            CHECK_MSG(got && n == L.total_bytes && memcmp(got, want, n) == 0, "%s: OUT.bin differs from the library's",
+                      args);
+            snprintf(args, sizeof args, "dequantize --force --scheme '%s' --shape 6x64 om.bin ym.npy", specs[k]);
+            CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
+            free(got);
+            free(want);
+        }
+    }
+    char err[2048];
+    CHECK(run("quantize --scheme q4f,block=32:f16 --calibration best xm.npy om2.bin", err, sizeof err) == 2);
+    CHECK(strstr(err, "'best' is not minmax, absmean or mse") != NULL);
+    CHECK(run("quantize --scheme q4f,block=32:f16 --calibration mse --weights wbad.npy xm.npy om2.bin", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "--weights has shape 3x4 but the input is 6x64") != NULL, "stderr: %s", err);
+    CHECK(run("quantize --scheme q4f,block=32:f16 --weights wm.npy xm.npy om2.bin", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "used by calibration mse and by table=fit only") != NULL, "stderr: %s", err);
+    CHECK(!exists("om2.bin"));
+}
+
 static void errors_leave_no_output(void) {
     char err[2048];
     float x[4] = {1, NAN, 3, 4};
@@ -228,6 +275,7 @@ static void all(void) {
     }
     quantize_dequantize_roundtrip();
     given_scales_and_global();
+    calibration_mse_and_weights();
     errors_leave_no_output();
     help_everywhere();
     cleanup();

@@ -147,7 +147,7 @@ static void levels_match_reference(void) {
 /* Same bytes and values for 1, 2, 3 and 5 threads, on shapes large enough to split. */
 static void threads_deterministic(void) {
     const char *tspecs[] = {"nvfp4", "q4f,block=32:f16", "q8f", "q4f,store=u32:1,block=8:f16", "q2s,block=4x64:bf16",
-                            "q8s,block=*x1:f32", "e4m3,block=32:ue4m3,tensor=f32"};
+                            "q8s,block=*x1:f32", "e4m3,block=32:ue4m3,tensor=f32", "q8s,block=*:f32"};
     size_t shape[2] = {333, 704};
     size_t n = shape[0] * shape[1];
     float *x = malloc(n * sizeof(float)), *y1 = malloc(n * sizeof(float)), *y2 = malloc(n * sizeof(float));
@@ -158,10 +158,11 @@ static void threads_deterministic(void) {
         CHECK_OK(qtk_scheme_parse(tspecs[k], &s));
         qtk_layout L;
         CHECK_OK(qtk_layout_compute(&s, shape, 2, &L));
-        for (int cal = 0; cal < 2; cal++) {
-            if (cal && qtk_scheme_is_two_level(&s)) continue;
+        for (int cal = 0; cal < 3; cal++) {
+            if (cal == 1 && qtk_scheme_is_two_level(&s)) continue;
             uint8_t *b1 = malloc(L.total_bytes), *b2 = malloc(L.total_bytes);
-            qtk_quantize_options o = {.calibration = cal ? QTK_CALIB_ABSMEAN : QTK_CALIB_MINMAX, .threads = 1};
+            qtk_quantize_options o = {.calibration = cal == 2 ? QTK_CALIB_MSE : cal ? QTK_CALIB_ABSMEAN : QTK_CALIB_MINMAX,
+                                      .threads = 1};
             CHECK_OK(qtk_quantize_into(x, shape, 2, &s, &o, b1, L.total_bytes));
             qtk_set_threads(1);
             CHECK_OK(qtk_dequantize_bytes(b1, L.total_bytes, shape, 2, &s, QTK_DTYPE_F32, y1, n));
@@ -183,6 +184,70 @@ static void threads_deterministic(void) {
     free(x);
     free(y1);
     free(y2);
+}
+
+/* Calibration mse (and fitted tables): every level writes the reference's bytes, with and
+ * without importance weights, on partial blocks, N-D blocks, long groups and tails. */
+static const char *const mse_specs[] = {
+    "q4f,block=32:f16", "q4s,block=16:bf16", "q8f,block=32:f16", "q8s,block=7:f32", "q2f,block=12:f16",
+    "q2s,block=32:f16", "e4m3,block=32:f16", "e5m2,block=9:f16", "e2m1,block=16:ue4m3", "mxfp4", "mxfp8",
+    "nvfp4", "nf4", "q4f,table=iq4nl,block=32:f16", "q2f,table=t2x,block=8:f16", "q8f,table=t8x,block=16:f32",
+    "q4f,table=fit,block=32:f16", "q2s,table=fit,block=8:bf16", "q4s,block=64:f16,tensor=f32", "q4f,block=4x8:f16",
+    "q8s,block=*:f32", "q4s", "e2m1,block=300:f16", "q4f,block=3:ue8m0", "e2m1,block=5:ue4m3,tensor=f32",
+    "q4f,store=u32:1,block=8:f16", "e4m3,block=16:ue4m3",
+};
+
+static void mse_levels_match_reference(void) {
+    init_levels();
+    uint64_t seed = 99;
+    size_t cases = 0;
+    for (size_t k = 0; k < sizeof mse_specs / sizeof mse_specs[0]; k++) {
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse(mse_specs[k], &s));
+        for (int t = 0; t < 8; t++) {
+            size_t shape[3];
+            int rank = 1 + (int)(trand_u64(&seed) % 3);
+            for (int i = 0; i < rank; i++) shape[i] = 1 + trand_u64(&seed) % (i == rank - 1 ? 400 : 7);
+            if (t == 0) {
+                rank = 2;
+                shape[0] = 5;
+                shape[1] = 700 + trand_u64(&seed) % 64;
+            }
+            qtk_layout L;
+            if (qtk_layout_compute(&s, shape, rank, &L) != QTK_OK) continue;
+            size_t n = L.numel, cols = rank ? shape[rank - 1] : 1;
+            float *x = malloc((n + 1) * sizeof(float)), *w = malloc((n + 1) * sizeof(float));
+            fill(x, n, &seed, t % 3);
+            if (t == 7) /* tiny blocks among large ones: the two-level global search */
+                for (size_t i = 0; i < n; i++) x[i] *= i % 97 < 40 ? 1e-7f : 1.0f;
+            int wmode = t % 3; /* none, per element, per column */
+            size_t nw = wmode == 0 ? 0 : wmode == 1 ? n : cols;
+            for (size_t i = 0; i < nw; i++) w[i] = trand_u64(&seed) % 7 == 0 ? 0.0f : trand_uniform(&seed, 0, 2);
+            qtk_quantize_options o = {.calibration = QTK_CALIB_MSE, .weights = nw ? w : NULL, .n_weights = nw, .threads = 1};
+            uint8_t *ref = malloc(L.total_bytes + 1), *got = malloc(L.total_bytes + 1);
+            qtk_set_isa(QTK_ISA_SCALAR);
+            qtk_status st = qtk_quantize_into(x, shape, rank, &s, &o, ref, L.total_bytes);
+            CHECK_MSG(st == QTK_OK, "%s: scalar mse: %s", mse_specs[k], qtk_last_error());
+            for (int li = 0; st == QTK_OK && li < n_levels; li++) {
+                qtk_set_isa(levels[li]);
+                for (int th = 1; th <= 3; th += 2) {
+                    o.threads = th;
+                    qtk_status st2 = qtk_quantize_into(x, shape, rank, &s, &o, got, L.total_bytes);
+                    CHECK_MSG(st2 == QTK_OK && same_bits(got, ref, L.total_bytes),
+                              "%s %s rank %d t %d threads %d: mse bytes differ from the reference", mse_specs[k],
+                              qtk_isa_name(levels[li]), rank, t, th);
+                }
+                o.threads = 1;
+            }
+            qtk_set_isa(QTK_ISA_AUTO);
+            cases++;
+            free(x);
+            free(w);
+            free(ref);
+            free(got);
+        }
+    }
+    printf("  %zu mse cases x %d level(s) x 2 thread counts\n", cases, n_levels);
 }
 
 /* The caller's floating-point mode must not change qtk's bits. */
@@ -235,4 +300,5 @@ static void isa_api(void) {
     if (env && strcmp(env, "scalar") == 0) CHECK(qtk_detect_isa() >= QTK_ISA_SCALAR);
 }
 
-TEST_MAIN("simd", T(isa_api), T(levels_match_reference), T(threads_deterministic), T(caller_fp_mode_ignored))
+TEST_MAIN("simd", T(isa_api), T(levels_match_reference), T(mse_levels_match_reference), T(threads_deterministic),
+          T(caller_fp_mode_ignored))

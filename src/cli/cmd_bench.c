@@ -14,7 +14,7 @@
 
 static const char usage[] =
     "usage: qtk bench [--schemes S1;S2;...] [--sizes N1,N2,...] [--isa auto|scalar|portable|avx2|avx512|all]\n"
-    "                 [--threads N] [--runs R] [--json]\n"
+    "                 [--calibration C1,C2,...] [--threads N] [--runs R] [--json]\n"
     "\n"
     "Times quantize (f32 -> bytes) and dequantize (bytes -> f32) for each scheme and size\n"
     "(best of R runs) on deterministic synthetic weights shaped [N/4096, 4096], and, in the\n"
@@ -27,6 +27,9 @@ static const char usage[] =
     "  --sizes LIST     element counts, ','-separated; K and M suffixes allowed (default 64M,64K)\n"
     "  --isa L          kernel level: auto (the best, default), scalar (the reference),\n"
     "                   portable (C vectors, any CPU), avx2, avx512, or all (every level)\n"
+    "  --calibration L  ','-separated calibrations to time quantize with: minmax (the default),\n"
+    "                   absmean, mse; minmax is always timed too, and the others' rows add\n"
+    "                   their time relative to it ('x minmax'); dequantize is timed once\n"
     "  --threads N      worker threads (default 1, so figures are per core)\n"
     "  --runs R         runs per measurement, best kept (default 5; 50 for sizes <= 1M)\n"
     "  --json           one JSON object per line instead of the table\n"
@@ -132,20 +135,32 @@ static bool parse_size(const char *s, size_t *out) {
 typedef struct {
     bool json;
     int threads, runs;
+    qtk_calibration cals[3]; /* cals[0] is minmax */
+    int ncal;
 } bench_cfg;
 
-static void report(const bench_cfg *c, const char *scheme, const char *op, size_t n, const char *isa, double sec,
-                   double memcpy_s, double read_s, double write_s) {
+static const char *cal_name(qtk_calibration c) {
+    return qtk_calibration_name(c);
+}
+
+/* base_s: the minmax quantize time of the same scheme in this run (0: none to compare) */
+static void report(const bench_cfg *c, const char *scheme, const char *op, const char *cal, size_t n, const char *isa,
+                   double sec, double memcpy_s, double read_s, double write_s, double base_s) {
     double bytes = (double)n * 4.0;
     double gbps = bytes / sec / 1e9, mc = bytes / memcpy_s / 1e9, rd = bytes / read_s / 1e9, wr = bytes / write_s / 1e9;
     if (c->json) {
-        printf("{\"scheme\":\"%s\",\"op\":\"%s\",\"elements\":%zu,\"threads\":%d,\"isa\":\"%s\",\"seconds\":%.9f,"
-               "\"f32_gbps\":%.3f,\"elements_per_ns\":%.4f,\"memcpy_gbps\":%.3f,\"read_gbps\":%.3f,\"write_gbps\":%.3f}\n",
-               scheme, op, n, c->threads, isa, sec, gbps, (double)n / sec / 1e9, mc, rd, wr);
+        printf("{\"scheme\":\"%s\",\"op\":\"%s\",\"calibration\":\"%s\",\"elements\":%zu,\"threads\":%d,\"isa\":\"%s\","
+               "\"seconds\":%.9f,\"f32_gbps\":%.3f,\"elements_per_ns\":%.4f,\"memcpy_gbps\":%.3f,\"read_gbps\":%.3f,"
+               "\"write_gbps\":%.3f",
+               scheme, op, cal, n, c->threads, isa, sec, gbps, (double)n / sec / 1e9, mc, rd, wr);
+        if (base_s > 0) printf(",\"time_vs_minmax\":%.3f", sec / base_s);
+        printf("}\n");
     } else {
         double limit = strcmp(op, "quantize") == 0 ? rd : strcmp(op, "dequantize") == 0 ? wr : gbps;
-        printf("%-30s %-10s %-7s %3d %10zu %10.3f %8.3f %8.2f %7.2f %7.2f\n", scheme, op, isa, c->threads, n,
+        printf("%-30s %-10s %-7s %-7s %3d %10zu %10.3f %8.3f %8.2f %7.2f %7.2f", scheme, op, cal, isa, c->threads, n,
                sec * 1e3, (double)n / sec / 1e9, gbps, gbps / mc, gbps / limit);
+        if (base_s > 0) printf(" %9.2f", sec / base_s);
+        printf("\n");
     }
     fflush(stdout);
 }
@@ -170,9 +185,9 @@ static int bench_size(const char *cmd, const bench_cfg *c, const char *const *sc
     double mc = time_baseline(0, (const uint8_t *)x, (uint8_t *)y, n * 4, c->threads, runs);
     double rd = time_baseline(1, (const uint8_t *)x, NULL, n * 4, c->threads, runs);
     double wr = time_baseline(2, NULL, (uint8_t *)y, n * 4, c->threads, runs);
-    report(c, "(baseline)", "memcpy", n, "-", mc, mc, rd, wr);
-    report(c, "(baseline)", "read", n, "-", rd, mc, rd, wr);
-    report(c, "(baseline)", "write-nt", n, "-", wr, mc, rd, wr);
+    report(c, "(baseline)", "memcpy", "-", n, "-", mc, mc, rd, wr, 0);
+    report(c, "(baseline)", "read", "-", n, "-", rd, mc, rd, wr, 0);
+    report(c, "(baseline)", "write-nt", "-", n, "-", wr, mc, rd, wr, 0);
     int rc = CLI_OK;
     qtk_quantize_options o = {.threads = c->threads};
     qtk_set_threads(c->threads);
@@ -188,15 +203,28 @@ static int bench_size(const char *cmd, const bench_cfg *c, const char *const *sc
         for (int ii = 0; ii < nisa && rc == CLI_OK; ii++) {
             qtk_set_isa(isas[ii]);
             const char *iname = qtk_isa_name(qtk_get_isa());
-            double bq = INFINITY, bd = INFINITY;
+            double bq[3] = {INFINITY, INFINITY, INFINITY}, bd = INFINITY;
             qtk_tensor *t = NULL;
-            for (int r = 0; r < runs; r++) {
-                double t0 = now();
-                st = qtk_quantize_into(x, shape, 2, &s, &o, q, L.total_bytes);
-                double dt = now() - t0;
-                if (st) break;
-                if (dt < bq) bq = dt;
+            bool skip[3] = {false, false, false};
+            /* each calibration's runs interleaved with the others', so that a slow phase of
+             * the machine does not favour one of them */
+            for (int r = 0; r < runs && !st; r++) {
+                for (int ci = c->ncal - 1; ci >= 0 && !st; ci--) {
+                    if (skip[ci]) continue;
+                    o.calibration = c->cals[ci];
+                    double t0 = now();
+                    st = qtk_quantize_into(x, shape, 2, &s, &o, q, L.total_bytes);
+                    double dt = now() - t0;
+                    if (st && ci > 0) { /* e.g. absmean on a two-level scheme: not timed */
+                        skip[ci] = true;
+                        st = QTK_OK;
+                        continue;
+                    }
+                    if (dt < bq[ci]) bq[ci] = dt;
+                }
             }
+            o.calibration = QTK_CALIB_MINMAX;
+            if (!st) st = qtk_quantize_into(x, shape, 2, &s, &o, q, L.total_bytes);
             if (!st) st = qtk_tensor_from_bytes(q, L.total_bytes, shape, 2, &s, &t);
             for (int r = 0; !st && r < runs; r++) {
                 double t0 = now();
@@ -209,8 +237,11 @@ static int bench_size(const char *cmd, const bench_cfg *c, const char *const *sc
                 rc = cli_fail(cmd, st, "scheme '%s'", schemes[k]);
                 break;
             }
-            report(c, schemes[k], "quantize", n, iname, bq, mc, rd, wr);
-            report(c, schemes[k], "dequantize", n, iname, bd, mc, rd, wr);
+            for (int ci = 0; ci < c->ncal; ci++)
+                if (!skip[ci])
+                    report(c, schemes[k], "quantize", cal_name(c->cals[ci]), n, iname, bq[ci], mc, rd, wr,
+                           ci ? bq[0] : 0);
+            report(c, schemes[k], "dequantize", "-", n, iname, bd, mc, rd, wr, 0);
         }
     }
     qtk_set_isa(QTK_ISA_AUTO);
@@ -225,13 +256,13 @@ int cmd_bench(int argc, char **argv) {
     /* the matmul benchmark has options of its own */
     for (int i = 1; i < argc; i++)
         if (strcmp(argv[i], "--matmul") == 0) return cli_bench_matmul(argc, argv);
-    const char *schemes_s = NULL, *sizes_s = NULL, *isa_s = NULL, *threads_s = NULL, *runs_s = NULL;
+    const char *schemes_s = NULL, *sizes_s = NULL, *isa_s = NULL, *threads_s = NULL, *runs_s = NULL, *cal_s = NULL;
     bool json = false, matmul = false;
     const cli_opt opts[] = {
         {"schemes", true, &schemes_s, NULL, NULL, NULL}, {"sizes", true, &sizes_s, NULL, NULL, NULL},
         {"isa", true, &isa_s, NULL, NULL, NULL},         {"threads", true, &threads_s, NULL, NULL, NULL},
         {"runs", true, &runs_s, NULL, NULL, NULL},       {"json", false, NULL, &json, NULL, NULL},
-        {"matmul", false, NULL, &matmul, NULL, NULL},
+        {"matmul", false, NULL, &matmul, NULL, NULL},    {"calibration", true, &cal_s, NULL, NULL, NULL},
     };
     const char *pos[1];
     int npos;
@@ -243,7 +274,20 @@ int cmd_bench(int argc, char **argv) {
         return CLI_OK;
     }
     (void)matmul;
-    bench_cfg c = {json, 1, 0};
+    bench_cfg c = {json, 1, 0, {QTK_CALIB_MINMAX, QTK_CALIB_MINMAX, QTK_CALIB_MINMAX}, 1};
+    if (cal_s) {
+        char cb[128];
+        bool absmean = false, mse = false;
+        snprintf(cb, sizeof cb, "%s", cal_s);
+        for (char *tok = strtok(cb, ","); tok; tok = strtok(NULL, ",")) {
+            qtk_calibration k;
+            if (qtk_calibration_parse(tok, &k)) return cli_usage_error(cmd, "--calibration '%s' is not minmax, absmean or mse", tok);
+            if (k == QTK_CALIB_MSE) mse = true; /* minmax: always timed, first */
+            else if (k == QTK_CALIB_ABSMEAN) absmean = true;
+        }
+        if (absmean) c.cals[c.ncal++] = QTK_CALIB_ABSMEAN;
+        if (mse) c.cals[c.ncal++] = QTK_CALIB_MSE;
+    }
     long v;
     if (threads_s) {
         if (!cli_parse_int(threads_s, 1, 256, &v)) return cli_usage_error(cmd, "--threads '%s' is not 1..256", threads_s);
@@ -301,8 +345,8 @@ int cmd_bench(int argc, char **argv) {
         printf("qtk bench: %d thread(s); f32 GB/s = 4 bytes x elements / second; 'vs mem' = ratio to the read\n"
                "baseline (quantize) or the streaming-write baseline (dequantize)\n\n",
                c.threads);
-        printf("%-30s %-10s %-7s %3s %10s %10s %8s %8s %7s %7s\n", "scheme", "op", "isa", "thr", "elements", "ms",
-               "elem/ns", "GB/s", "/memcpy", "vs mem");
+        printf("%-30s %-10s %-7s %-7s %3s %10s %10s %8s %8s %7s %7s %9s\n", "scheme", "op", "cal", "isa", "thr",
+               "elements", "ms", "elem/ns", "GB/s", "/memcpy", "vs mem", "x minmax");
     }
     for (int i = 0; i < nsz && rc == CLI_OK; i++) rc = bench_size(cmd, &c, list, ns, sizes[i], isas, nisa);
     free(sbuf);

@@ -9,7 +9,7 @@
 
 static const char usage[] =
     "usage: qtk matmul --scheme SPEC [--layout nk|kn] [--precision exact|fast] [--bias B.npy]\n"
-    "                  [--calibration minmax|absmean] [--threads N] [--force] W.npy X.npy Y.npy\n"
+    "                  [--calibration minmax|absmean|mse] [--threads N] [--force] W.npy X.npy Y.npy\n"
     "       qtk matmul --scheme SPEC --weights-bin W.bin --shape D0xD1 [--layout nk|kn] [...] X.npy Y.npy\n"
     "\n"
     "Multiplies activations by a quantized weight matrix: Y = X · Wᵀ + B.\n"
@@ -28,7 +28,7 @@ static const char usage[] =
     "                      quantized to int8 per block of 32 and integer dot products (other\n"
     "                      schemes run exact; the error bounds are in the README)\n"
     "  --bias B.npy        N f32 values added to every row of Y\n"
-    "  --calibration C     how W.npy is quantized: minmax (default) or absmean (BitNet b1.58)\n"
+    "  --calibration C     how W.npy is quantized: minmax (default), absmean (BitNet b1.58) or mse\n"
     "  --threads N         worker threads (default: all cores)\n"
     "  --force             replace Y.npy if it exists\n"
     "\n"
@@ -75,9 +75,8 @@ int cmd_matmul(int argc, char **argv) {
     }
     qtk_quantize_options qo = {0};
     if (calib) {
-        if (strcmp(calib, "minmax") == 0) qo.calibration = QTK_CALIB_MINMAX;
-        else if (strcmp(calib, "absmean") == 0) qo.calibration = QTK_CALIB_ABSMEAN;
-        else return cli_usage_error(cmd, "--calibration '%s' is not minmax or absmean", calib);
+        if (qtk_calibration_parse(calib, &qo.calibration))
+            return cli_usage_error(cmd, "--calibration '%s' is not minmax, absmean or mse", calib);
     }
     if (threads_s) {
         long t;

@@ -7,16 +7,22 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: qtk quantize --scheme SPEC [--calibration minmax|absmean]\n"
+    "usage: qtk quantize --scheme SPEC [--calibration minmax|absmean|mse] [--weights W.npy]\n"
     "                    [--scales S.npy [--global G]] [--threads N] [--force] IN.npy OUT.bin\n"
     "\n"
     "Quantizes the array in IN.npy (float32, float16 or float64, C order) under SPEC and writes\n"
     "the quantized tensor's bytes to OUT.bin in Burn's layout:\n"
     "  [packed values][scales][f32 global, two-level only][f32 table, lookup only]\n"
     "\n"
-    "  --scheme SPEC          a spec string or preset (see 'qtk scheme --help')\n"
-    "  --calibration C        minmax (max |x| per group, the default) or absmean (mean |x|,\n"
-    "                         BitNet b1.58; not for two-level schemes)\n"
+    "  --scheme SPEC          a spec string or preset (see 'qtk scheme --help'); table=fit fits\n"
+    "                         the lookup table to this tensor (it is stored in OUT.bin)\n"
+    "  --calibration C        minmax: max |x| per group (the default); absmean: mean |x|\n"
+    "                         (BitNet b1.58; not for two-level schemes); mse: per group the\n"
+    "                         stored scale (and for two-level schemes the global) with the\n"
+    "                         least squared error, same layout (docs/quantizers.md)\n"
+    "  --weights W.npy        importance weights of the squared error (with --calibration mse\n"
+    "                         or table=fit): one per element (shaped as IN, or flat) or one\n"
+    "                         per column of the last dimension; finite, >= 0\n"
     "  --scales S.npy         use these scales instead of calibrating: one f32 per scale group,\n"
     "                         row-major over the block grid (shaped as the grid, or flat)\n"
     "  --global G             the two-level global scale that goes with --scales\n"
@@ -28,12 +34,14 @@ static const char usage[] =
 
 int cmd_quantize(int argc, char **argv) {
     const char *cmd = "quantize";
-    const char *spec = NULL, *calib = NULL, *scales_path = NULL, *global_s = NULL, *threads_s = NULL;
+    const char *spec = NULL, *calib = NULL, *scales_path = NULL, *global_s = NULL, *threads_s = NULL,
+               *weights_path = NULL;
     bool force = false;
     const cli_opt opts[] = {
         {"scheme", true, &spec, NULL, NULL, NULL},       {"calibration", true, &calib, NULL, NULL, NULL},
         {"scales", true, &scales_path, NULL, NULL, NULL}, {"global", true, &global_s, NULL, NULL, NULL},
-        {"threads", true, &threads_s, NULL, NULL, NULL},  {"force", false, NULL, &force, NULL, NULL},
+        {"threads", true, &threads_s, NULL, NULL, NULL},  {"weights", true, &weights_path, NULL, NULL, NULL},
+        {"force", false, NULL, &force, NULL, NULL},
     };
     const char *pos[2];
     int npos;
@@ -50,9 +58,8 @@ int cmd_quantize(int argc, char **argv) {
 
     qtk_quantize_options o = {0};
     if (calib) {
-        if (strcmp(calib, "minmax") == 0) o.calibration = QTK_CALIB_MINMAX;
-        else if (strcmp(calib, "absmean") == 0) o.calibration = QTK_CALIB_ABSMEAN;
-        else return cli_usage_error(cmd, "--calibration '%s' is not minmax or absmean", calib);
+        if (qtk_calibration_parse(calib, &o.calibration))
+            return cli_usage_error(cmd, "--calibration '%s' is not minmax, absmean or mse", calib);
         if (scales_path) return cli_usage_error(cmd, "--calibration and --scales exclude each other");
     }
     if (threads_s) {
@@ -70,7 +77,7 @@ int cmd_quantize(int argc, char **argv) {
     if (st) return cli_fail(cmd, st, "--scheme");
     if ((st = cli_check_target(pos[1], force))) return cli_fail(cmd, st, "cannot write the output");
 
-    cli_npy in = {0}, sc = {0};
+    cli_npy in = {0}, sc = {0}, wt = {0};
     uint8_t *out = NULL;
     st = cli_npy_read(pos[0], &in);
     if (st) {
@@ -85,6 +92,25 @@ int cmd_quantize(int argc, char **argv) {
         }
         o.scales = sc.data;
         o.n_scales = sc.numel;
+    }
+    if (weights_path) {
+        st = cli_npy_read(weights_path, &wt);
+        if (st) {
+            rc = cli_fail(cmd, st, "cannot read --weights");
+            goto done;
+        }
+        /* shaped as the input, flat, or one per column */
+        bool same = wt.rank == in.rank;
+        for (int i = 0; same && i < wt.rank; i++) same = wt.shape[i] == in.shape[i];
+        if (!same && wt.rank > 1) {
+            char a[128], b[128];
+            rc = cli_fail(cmd, QTK_OK, "--weights has shape %s but the input is %s (give one weight per element, shaped as "
+                                       "the input or flat, or one per column)",
+                          qtk_shape_format(wt.shape, wt.rank, a, sizeof a), qtk_shape_format(in.shape, in.rank, b, sizeof b));
+            goto done;
+        }
+        o.weights = wt.data;
+        o.n_weights = wt.numel;
     }
     qtk_layout L;
     st = qtk_layout_compute(&s, in.shape, in.rank, &L);
@@ -119,5 +145,6 @@ done:
     free(out);
     cli_npy_free(&in);
     cli_npy_free(&sc);
+    cli_npy_free(&wt);
     return rc;
 }

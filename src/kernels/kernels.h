@@ -7,7 +7,7 @@
 #ifndef QTK_KERNELS_H
 #define QTK_KERNELS_H
 
-#include "plan.h"
+#include "mse.h"
 
 /* Conventions: x and out point at the first element of row r0 (element j of row r is at
  * (r - r0) * inner + j); per-group arrays (eff, stats->amax) are indexed by group - gbase,
@@ -43,6 +43,10 @@ typedef struct qtk__kernels {
     /* values of rows [r0, r1) into out (dtype f32, f16 or bf16) */
     bool (*decode_rows)(const qtk__plan *p, const uint8_t *vals, const float *eff, size_t gbase, qtk_dtype dtype,
                         void *out, size_t r0, size_t r1);
+    /* calibration mse: the stored scale of each of n groups (mse.h): codes, effective
+     * scales, and optionally each group's error */
+    bool (*mse_groups)(const qtk__mse_cfg *c, const qtk__mse_src *src, size_t n, float g, uint8_t *codes, float *eff,
+                       double *err);
 } qtk__kernels;
 
 QTK_INTERNAL extern const qtk__kernels qtk__kernels_ref;

@@ -50,25 +50,36 @@ qtk_status qtk__plan_from_layout(qtk__plan *p, const qtk_scheme *s, const qtk_la
     p->two_level = qtk_scheme_is_two_level(s);
     if (p->lookup) {
         size_t n = 0;
+        float seed[256];
         if (table) {
             n = p->L.table_entries;
-            memcpy(p->table, table, n * sizeof(float));
+            memcpy(seed, table, n * sizeof(float));
+        } else if (qtk__table_is_fit(s->table)) {
+            n = p->L.table_entries;
+            qtk__table_fit_seed(seed, n);
+            p->fit = true;
         } else {
-            st = qtk__table_find(s->table, p->table, &n);
+            st = qtk__table_find(s->table, seed, &n);
             if (st) return st;
         }
         p->table_n = n;
-        p->tmin = p->tmax = p->table[0];
-        for (size_t i = 1; i < n; i++) {
-            if (p->table[i] < p->tmin) p->tmin = p->table[i];
-            if (p->table[i] > p->tmax) p->tmax = p->table[i];
-        }
-        p->zero_code = qtk__lookup_nearest(p, 0.0f);
-        float a = fabsf(p->tmin), b = fabsf(p->tmax);
-        p->div = a > b ? a : b;
+        qtk__plan_set_table(p, seed);
     } else {
         p->div = p->vi->half_range; /* exact: alpha / div == 2 alpha / (b - a) */
     }
     p->dmax = p->two_level ? qtk_fmt_max(s->block_dtype) : 1.0f;
     return QTK_OK;
+}
+
+void qtk__plan_set_table(qtk__plan *p, const float *table) {
+    size_t n = p->table_n;
+    memcpy(p->table, table, n * sizeof(float));
+    p->tmin = p->tmax = p->table[0];
+    for (size_t i = 1; i < n; i++) {
+        if (p->table[i] < p->tmin) p->tmin = p->table[i];
+        if (p->table[i] > p->tmax) p->tmax = p->table[i];
+    }
+    p->zero_code = qtk__lookup_nearest(p, 0.0f);
+    float a = fabsf(p->tmin), b = fabsf(p->tmax);
+    p->div = a > b ? a : b;
 }

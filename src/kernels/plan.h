@@ -38,6 +38,7 @@ typedef struct qtk__plan {
     size_t prefetch;              /* encode: prefetch input this many elements ahead (0: none) */
     float dmax;                   /* two-level: largest value of the block scale dtype */
     /* lookup */
+    bool fit;                     /* table=fit: the entries are fitted to the tensor quantized */
     size_t table_n;
     float tmin, tmax;
     uint32_t zero_code;           /* field for an element whose effective scale is 0 */
@@ -53,9 +54,12 @@ typedef struct qtk__row {
  * take the scheme's named table from the registry. */
 QTK_INTERNAL qtk_status qtk__plan_init(qtk__plan *p, const qtk_scheme *s, const size_t *shape, int rank,
                                        const float *table);
-/* The same from a layout already computed for s. */
+/* The same from a layout already computed for s. For table=fit without a table, the plan
+ * holds the fit's seed (fit = true) until qtk__plan_set_table gives it the fitted entries. */
 QTK_INTERNAL qtk_status qtk__plan_from_layout(qtk__plan *p, const qtk_scheme *s, const qtk_layout *L,
                                               const float *table);
+/* Replaces a lookup plan's table (table_n entries) and what derives from it. */
+QTK_INTERNAL void qtk__plan_set_table(qtk__plan *p, const float *table);
 
 static inline void qtk__plan_row(const qtk__plan *p, size_t r, qtk__row *ri) {
     size_t sb = 0, ub = 0, rem = r;

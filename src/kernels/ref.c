@@ -101,10 +101,17 @@ static bool ref_decode_rows(const qtk__plan *p, const uint8_t *vals, const float
     return true;
 }
 
+static bool ref_mse_groups(const qtk__mse_cfg *c, const qtk__mse_src *src, size_t n, float g, uint8_t *codes,
+                           float *eff, double *err) {
+    qtk__ref_mse_groups(c, src, n, g, codes, eff, err);
+    return true;
+}
+
 const qtk__kernels qtk__kernels_ref = {
     .name = "scalar",
     .amax_rows = ref_amax_rows,
     .finish_scales = ref_finish_scales,
     .encode_rows = ref_encode_rows,
     .decode_rows = ref_decode_rows,
+    .mse_groups = ref_mse_groups,
 };

@@ -41,6 +41,7 @@ static inline vf vf_add(vf a, vf b) { return _mm256_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm256_sub_ps(a, b); }
 static inline vf vf_mul(vf a, vf b) { return _mm256_mul_ps(a, b); }
 static inline vf vf_div(vf a, vf b) { return _mm256_div_ps(a, b); }
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm256_fmadd_ps(a, b, c); } /* a b + c, rounded once */
 static inline vf vf_trunc(vf a) { return _mm256_round_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
 static inline vf vf_blend(vm m, vf a, vf b) { return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(m)); }
 static inline vm vf_ge(vf a, vf b) { return _mm256_castps_si256(_mm256_cmp_ps(a, b, _CMP_GE_OQ)); }
@@ -144,6 +145,27 @@ static inline vf vf_lut16(lut16 l, vi idx) {
     return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(hi));
 }
 static inline vf vf_gather(const float *base, vi idx) { return _mm256_i32gather_ps(base, idx, 4); }
+/* out[j * 8 + l] = base[l * stride + j] for j, l < 8: an 8 x 8 block transposed */
+static inline void vf_transpose_block(const float *b, ptrdiff_t st, float *out) {
+    __m256 r0 = _mm256_loadu_ps(b), r1 = _mm256_loadu_ps(b + st), r2 = _mm256_loadu_ps(b + 2 * st),
+           r3 = _mm256_loadu_ps(b + 3 * st), r4 = _mm256_loadu_ps(b + 4 * st), r5 = _mm256_loadu_ps(b + 5 * st),
+           r6 = _mm256_loadu_ps(b + 6 * st), r7 = _mm256_loadu_ps(b + 7 * st);
+    __m256 t0 = _mm256_unpacklo_ps(r0, r1), t1 = _mm256_unpackhi_ps(r0, r1), t2 = _mm256_unpacklo_ps(r2, r3),
+           t3 = _mm256_unpackhi_ps(r2, r3), t4 = _mm256_unpacklo_ps(r4, r5), t5 = _mm256_unpackhi_ps(r4, r5),
+           t6 = _mm256_unpacklo_ps(r6, r7), t7 = _mm256_unpackhi_ps(r6, r7);
+    __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee),
+           u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee),
+           u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee),
+           u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    _mm256_storeu_ps(out, _mm256_permute2f128_ps(u0, u4, 0x20));
+    _mm256_storeu_ps(out + 8, _mm256_permute2f128_ps(u1, u5, 0x20));
+    _mm256_storeu_ps(out + 16, _mm256_permute2f128_ps(u2, u6, 0x20));
+    _mm256_storeu_ps(out + 24, _mm256_permute2f128_ps(u3, u7, 0x20));
+    _mm256_storeu_ps(out + 32, _mm256_permute2f128_ps(u0, u4, 0x31));
+    _mm256_storeu_ps(out + 40, _mm256_permute2f128_ps(u1, u5, 0x31));
+    _mm256_storeu_ps(out + 48, _mm256_permute2f128_ps(u2, u6, 0x31));
+    _mm256_storeu_ps(out + 56, _mm256_permute2f128_ps(u3, u7, 0x31));
+}
 static inline lut16 lut16_scale(lut16 l, vf s) { return (lut16){_mm256_mul_ps(l.lo, s), _mm256_mul_ps(l.hi, s)}; }
 static inline vf fp8_nan_fix(__m128i isnan16, vf v) {
     __m256i m = _mm256_cvtepi16_epi32(isnan16);

@@ -37,6 +37,7 @@ static inline vf vf_add(vf a, vf b) { return _mm512_add_ps(a, b); }
 static inline vf vf_sub(vf a, vf b) { return _mm512_sub_ps(a, b); }
 static inline vf vf_mul(vf a, vf b) { return _mm512_mul_ps(a, b); }
 static inline vf vf_div(vf a, vf b) { return _mm512_div_ps(a, b); }
+static inline vf vf_fma(vf a, vf b, vf c) { return _mm512_fmadd_ps(a, b, c); } /* a b + c, rounded once */
 static inline vf vf_trunc(vf a) { return _mm512_roundscale_ps(a, _MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC); }
 static inline vf vf_blend(vm m, vf a, vf b) { return _mm512_mask_blend_ps(m, a, b); }
 static inline vm vf_ge(vf a, vf b) { return _mm512_cmp_ps_mask(a, b, _CMP_GE_OQ); }
@@ -137,6 +138,13 @@ static inline void vi_load_codes4x2_lut(const uint8_t *p, vi *c0, vi *c1) {
     *c1 = _mm512_cvtepu8_epi32(_mm_unpackhi_epi8(b, hi));
 }
 static inline vf vf_gather(const float *base, vi idx) { return _mm512_i32gather_ps(idx, base, 4); }
+/* out[j * 16 + l] = base[l * stride + j] for j, l < 16: a 16 x 16 block transposed (by
+ * gathers, which AVX-512 machines run fast) */
+static inline void vf_transpose_block(const float *b, ptrdiff_t st, float *out) {
+    __m512i idx = _mm512_mullo_epi32(_mm512_set_epi32(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0),
+                                     _mm512_set1_epi32((int)st));
+    for (int j = 0; j < 16; j++) _mm512_storeu_ps(out + 16 * j, _mm512_i32gather_ps(idx, b + j, 4));
+}
 
 /* f32 -> f16, round to nearest even (hardware conversion matches SPEC's rule exactly) */
 static inline void vf_store_f16(uint16_t *p, vf a) {

@@ -749,6 +749,8 @@ static bool simd_decode_rows(const qtk__plan *p, const uint8_t *vals, const floa
     return true;
 }
 
+#include "simd_mse.h"
+
 const qtk__kernels SIMD_TABLE = {
     .name = SIMD_NAME,
     .amax_rows = simd_amax_rows,
@@ -756,4 +758,5 @@ const qtk__kernels SIMD_TABLE = {
     .load_scales = simd_load_scales,
     .encode_rows = simd_encode_rows,
     .decode_rows = simd_decode_rows,
+    .mse_groups = simd_mse_groups,
 };

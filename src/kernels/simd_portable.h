@@ -75,8 +75,13 @@ static inline vf vf_add(vf a, vf b) { return a + b; }
 static inline vf vf_sub(vf a, vf b) { return a - b; }
 static inline vf vf_mul(vf a, vf b) { return a * b; }
 static inline vf vf_div(vf a, vf b) { return a / b; }
+static inline vf vf_fma(vf a, vf b, vf c) { /* a b + c, rounded once (fmaf: NEON's fmla) */
+    vf r = c;
+    LANES r[l_] = fmaf(a[l_], b[l_], c[l_]);
+    return r;
+}
 static inline vf vf_trunc(vf a) {
-    vf r;
+    vf r = a; /* (initialised: GCC cannot see that every lane is written) */
     LANES r[l_] = truncf(a[l_]);
     return r;
 }
@@ -192,6 +197,11 @@ static inline vf vf_lut16(lut16 l, vi idx) {
     vf r;
     LANES r[l_] = l.t[idx[l_] & 15];
     return r;
+}
+/* out[j * VW + l] = base[l * stride + j] for j, l < VW: a VW x VW block transposed */
+static inline void vf_transpose_block(const float *b, ptrdiff_t st, float *out) {
+    for (int j = 0; j < VW; j++)
+        for (int l = 0; l < VW; l++) out[j * VW + l] = b[l * st + j];
 }
 static inline vf vf_gather(const float *base, vi idx) {
     vf r;

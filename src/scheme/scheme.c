@@ -90,6 +90,7 @@ qtk_status qtk_scheme_validate(const qtk_scheme *s) {
     if (tlen == QTK_TABLE_NAME_MAX) return qtk__err(QTK_E_SCHEME, "table name is not terminated");
     if (s->mode == QTK_MODE_LOOKUP) {
         if (tlen == 0) return qtk__err(QTK_E_SCHEME, "lookup mode needs a table (table=NAME)");
+        if (qtk__table_is_fit(s->table)) return QTK_OK; /* 2^bits entries fitted per tensor */
         float tab[256];
         size_t n = 0;
         qtk_status st = qtk__table_find(s->table, tab, &n);

@@ -24,6 +24,13 @@ QTK_INTERNAL void qtk__scheme_canonical_block(qtk_scheme *s);
 /* Table registry: copies the named table into out[256]; *n gets its size. */
 QTK_INTERNAL qtk_status qtk__table_find(const char *name, float *out, size_t *n);
 
+/* table=fit: the entries are fitted to each tensor and stored in its bytes (SPEC §5); no
+ * registry entry exists for it. */
+#define QTK_TABLE_FIT "fit"
+QTK_INTERNAL bool qtk__table_is_fit(const char *name);
+/* The entries a fit starts from: nf4 for 16 entries, evenly spaced in [-1, 1] otherwise. */
+QTK_INTERNAL void qtk__table_fit_seed(float *out, size_t n);
+
 static inline bool qtk__is_scale_dtype(qtk_dtype d) {
     return d == QTK_DTYPE_F32 || d == QTK_DTYPE_F16 || d == QTK_DTYPE_BF16 || d == QTK_DTYPE_UE8M0 ||
            d == QTK_DTYPE_UE4M3;

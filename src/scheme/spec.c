@@ -225,7 +225,7 @@ const char *qtk_scheme_preset_name(const qtk_scheme *s) {
 
 /* ---- calibrations by name ---- */
 
-static const char *const calibration_names[] = {"minmax", "absmean"};
+static const char *const calibration_names[] = {"minmax", "absmean", "mse"};
 #define N_CALIBRATIONS (sizeof calibration_names / sizeof calibration_names[0])
 
 const char *qtk_calibration_name(qtk_calibration c) {
@@ -239,5 +239,5 @@ qtk_status qtk_calibration_parse(const char *name, qtk_calibration *out) {
             *out = (qtk_calibration)i;
             return QTK_OK;
         }
-    return qtk__err(QTK_E_PARSE, "calibration '%s' is not one of minmax, absmean", name);
+    return qtk__err(QTK_E_PARSE, "calibration '%s' is not one of minmax, absmean, mse", name);
 }

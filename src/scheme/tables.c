@@ -60,9 +60,24 @@ static const float *builtin(const char *lower) {
     return NULL;
 }
 
+bool qtk__table_is_fit(const char *name) {
+    char lower[QTK_TABLE_NAME_MAX];
+    return valid_name(name, lower) && strcmp(lower, QTK_TABLE_FIT) == 0;
+}
+
+void qtk__table_fit_seed(float *out, size_t n) {
+    if (n == 16) {
+        memcpy(out, nf4_values, sizeof nf4_values);
+        return;
+    }
+    for (size_t i = 0; i < n; i++) out[i] = -1.0f + 2.0f * (float)i / (float)(n - 1);
+}
+
 qtk_status qtk__table_find(const char *name, float *out, size_t *n) {
     char lower[QTK_TABLE_NAME_MAX];
     if (!valid_name(name, lower)) return qtk__err(QTK_E_NOTFOUND, "no lookup table named '%s'", name);
+    if (strcmp(lower, QTK_TABLE_FIT) == 0)
+        return qtk__err(QTK_E_NOTFOUND, "table 'fit' is fitted to each tensor: its entries are in that tensor's bytes, not in the registry");
     const float *b = builtin(lower);
     if (b) {
         memcpy(out, b, 16 * sizeof(float));
@@ -91,6 +106,8 @@ qtk_status qtk_table_register(const char *name, const float *entries, size_t n) 
         return qtk__err(QTK_E_ARG, "table name '%s' must be 1..%d letters, digits, '_' or '-'", name,
                         QTK_TABLE_NAME_MAX - 1);
     if (builtin(lower)) return qtk__err(QTK_E_ARG, "table '%s' is built in and cannot be replaced", lower);
+    if (strcmp(lower, QTK_TABLE_FIT) == 0)
+        return qtk__err(QTK_E_ARG, "table name 'fit' is reserved for tables fitted to each tensor (table=fit)");
     if (n != 4 && n != 16 && n != 256)
         return qtk__err(QTK_E_ARG, "table '%s' has %zu entries; a table has 2^bits entries: 4, 16 or 256", lower, n);
     for (size_t i = 0; i < n; i++)

@@ -5,7 +5,8 @@
  * the target's scales need the whole tensor first (per-tensor, cross-row blocks, two-level,
  * absmean) and once when its scale groups lie within rows (each slab is then calibrated and
  * encoded while it is in cache). Rows are visited in order, so every statistic (max, and
- * absmean's ordered sums) is exactly what a whole-tensor pass computes. */
+ * absmean's ordered sums) is exactly what a whole-tensor pass computes. Calibration mse and
+ * fitted tables dequantize the source in full instead (4 bytes per element). */
 #include "tensor_internal.h"
 
 #include "../exec/exec.h"
@@ -85,6 +86,26 @@ static qtk_status convert(const qtk_tensor *t, const qtk_scheme *s, const qtk_qu
     if (!st) st = qtk__bytes_plan(sb, len, sl->shape, sl->rank, qtk_tensor_scheme(t), src);
     if (!st) st = qtk__plan_init(dst, s, sl->shape, sl->rank, NULL);
     if (!st) st = qtk__check_calibration(dst, &o);
+    if (!st && !o.scales && (o.calibration == QTK_CALIB_MSE || dst->fit)) {
+        /* the search and the fit look at the whole tensor (and several times): the source
+         * is dequantized once, in full, and quantized as such */
+        float *xf = qtk__malloc((sl->numel ? sl->numel : 1) * sizeof(float));
+        if (!xf) st = qtk__err(QTK_E_NOMEM, "out of memory for %zu f32 values", sl->numel);
+        if (!st) st = qtk_dequantize(t, QTK_DTYPE_F32, xf, sl->numel);
+        if (!st) {
+            size_t bad = qtk__ref_first_nonfinite(xf, sl->numel);
+            if (bad != SIZE_MAX) {
+                char ib[256];
+                st = qtk__err(QTK_E_VALUE, "source element at %s dequantizes to a non-finite value",
+                              qtk__index_str(dst, bad, ib, sizeof ib));
+            }
+        }
+        if (!st) st = qtk_quantize(xf, sl->shape, sl->rank, s, &o, out);
+        qtk__free(xf);
+        qtk__free(src);
+        qtk__free(dst);
+        return st;
+    }
     converter c = {.src = src, .dst = dst, .sb = sb};
     size_t ns = 1;
     if (!st) {

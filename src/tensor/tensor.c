@@ -3,6 +3,7 @@
 #include "tensor_internal.h"
 
 #include "../calib/calibrate.h"
+#include "../calib/mse.h"
 #include "../exec/exec.h"
 
 #include <stdio.h>
@@ -34,12 +35,17 @@ void qtk__write_tail(const qtk__plan *p, float global, uint8_t *dst) {
 }
 
 qtk_status qtk__check_calibration(const qtk__plan *p, const qtk_quantize_options *o) {
-    if (o->calibration != QTK_CALIB_MINMAX && o->calibration != QTK_CALIB_ABSMEAN)
+    if (o->calibration != QTK_CALIB_MINMAX && o->calibration != QTK_CALIB_ABSMEAN && o->calibration != QTK_CALIB_MSE)
         return qtk__err(QTK_E_ARG, "calibration %d is not a qtk_calibration", (int)o->calibration);
     if (o->global && !o->scales) return qtk__err(QTK_E_ARG, "a global scale was given without block scales");
     if (!o->scales && o->calibration == QTK_CALIB_ABSMEAN && p->two_level)
         return qtk__err(QTK_E_SCHEME, "absmean calibration is not defined for two-level schemes (use minmax)");
-    if (p->lookup && p->tmin == 0.0f && p->tmax == 0.0f)
+    if (!o->scales && o->calibration == QTK_CALIB_ABSMEAN && p->fit)
+        return qtk__err(QTK_E_SCHEME, "table=fit fits the table for calibration minmax or mse (or given scales), not absmean");
+    if ((o->weights || o->n_weights) && !p->fit && (o->scales || o->calibration != QTK_CALIB_MSE))
+        return qtk__err(QTK_E_ARG, "importance weights are used by calibration mse and by table=fit only: %s would ignore them",
+                        o->scales ? "given scales" : o->calibration == QTK_CALIB_ABSMEAN ? "absmean" : "minmax");
+    if (p->lookup && !p->fit && p->tmin == 0.0f && p->tmax == 0.0f)
         return qtk__err(QTK_E_SCHEME, "table '%s' has no non-zero entry: no scale can map values onto it", p->s.table);
     return QTK_OK;
 }
@@ -72,13 +78,20 @@ static qtk_status quantize_into(const float *x, const size_t *shape, int rank, c
     qtk_quantize_options o = opts ? *opts : (qtk_quantize_options){0};
     if (!st) st = qtk__check_calibration(p, &o);
     qtk__scales sc = {.global = 1.0f};
+    qtk__weights wts = {0};
+    if (!st) st = qtk__weights_resolve(p, &o, &wts);
     uint8_t *d = dst;
     if (!st && o.scales) {
         size_t bad = qtk__ref_first_nonfinite(x, p->L.numel);
         if (bad != SIZE_MAX) st = qtk__nonfinite_error(p, x[bad], bad, "input value");
         if (!st) st = qtk__scales_alloc(p, &sc);
         if (!st) st = qtk__scales_given(p, o.scales, o.n_scales, o.global, d, &sc);
+        if (!st && p->fit) st = qtk__fit_table(p, x, &wts, o.calibration, sc.eff, o.threads, d);
         if (!st) st = qtk__exec_encode(p, x, sc.eff, d, o.threads);
+    } else if (!st && p->fit && (st = qtk__fit_table(p, x, &wts, o.calibration, NULL, o.threads, d)) != QTK_OK) {
+        /* table=fit: the table is fitted first, the scales then calibrated with it */
+    } else if (!st && o.calibration == QTK_CALIB_MSE) {
+        st = qtk__mse_quantize(p, x, &wts, o.threads, d, &sc.global);
     } else if (!st && qtk__exec_chunkable(p)) {
         /* scale groups within rows: one sweep, a chunk of rows at a time. One-level minmax
          * measures ranges as it goes; otherwise (two-level, absmean) a first pass gathers
