@@ -123,7 +123,7 @@ static qtk_status add_entry(qtk_ckpt *c, const entry *e, size_t data_start) {
             if (len < 4 * n)
                 return qtk__err(QTK_E_LENGTH, "tensor '%s': a Lookup tensor ends with its %zu-entry f32 table (%zu bytes); "
                                               "it has only %zu bytes", nm, n, 4 * n, len);
-            st = qtk__ckpt_resolve_table(&s, c->map.data + abs + len - 4 * n, n, NULL);
+            st = qtk__ckpt_resolve_table(c, &s, c->map.data + abs + len - 4 * n, n, NULL);
             if (st) return qtk__err_context(st, "tensor '%s'", nm);
         }
         st = qtk__desc_add_quantized(&c->desc, nm, &s, e->shape, e->rank, &t);

@@ -74,6 +74,12 @@ static qtk_status parse_header(const uint8_t *b, size_t len, uint32_t *version, 
                         "n_tensors = %" PRIu64 ": that many tensor infos (24 bytes at least each) cannot fit in the %zu bytes after "
                         "the header (a bad count, or a truncated file)",
                         *n_tensors, left);
+    /* then qtk's limit, before anything is allocated for the records */
+    if (*n_tensors > QTK_CKPT_MAX_TENSORS || *n_kv > QTK_CKPT_MAX_TENSORS)
+        return qtk__err(QTK_E_UNSUPPORTED, "%s = %" PRIu64 ": qtk reads at most %d %s per GGUF file",
+                        *n_tensors > QTK_CKPT_MAX_TENSORS ? "n_tensors" : "n_kv",
+                        *n_tensors > QTK_CKPT_MAX_TENSORS ? *n_tensors : *n_kv, QTK_CKPT_MAX_TENSORS,
+                        *n_tensors > QTK_CKPT_MAX_TENSORS ? "tensor infos" : "KV records");
     return QTK_OK;
 }
 
@@ -432,6 +438,8 @@ static qtk_status build(qtk_ckpt *c, gguf_cur *cur, uint64_t n_tensors, kv_state
     tinfo **by_name = malloc((n ? n : 1) * sizeof *by_name), **by_off = malloc((n ? n : 1) * sizeof *by_off);
     r->t = malloc((n ? n : 1) * sizeof *r->t);
     qtk_status st = !t || !by_name || !by_off || !r->t ? qtk__err(QTK_E_NOMEM, "out of memory for %zu tensor infos", n) : QTK_OK;
+    if (!st) st = qtk__desc_reserve(&c->desc, n); /* no slack in the per-tensor arrays */
+    if (!st) st = qtk__ckpt_reserve_loc(c, n);
     for (size_t i = 0; i < n && !st; i++) st = parse_info(cur, i, &ks->tmp, &t[i]);
     if (!st) {
         for (size_t i = 0; i < n; i++) by_name[i] = &t[i];

@@ -285,7 +285,11 @@ qtk_status qtk__gguf_begin(qtk__ckpt_writer *w) {
     qtk_status st = plan_tensors(w, g, &n_infos, &any_quant);
     gguf_text kvb = {0}, h = {0};
     qtk__arena tmp = {0};
+    if (!st && (n_infos > QTK_CKPT_MAX_TENSORS))
+        st = qtk__err(QTK_E_UNSUPPORTED, "%zu tensor infos; qtk reads at most %d from one GGUF file", n_infos, QTK_CKPT_MAX_TENSORS);
     if (!st) st = build_kvs(d, any_quant, &kvb, &n_kv, &g->align, &tmp);
+    if (!st && n_kv > QTK_CKPT_MAX_TENSORS)
+        st = qtk__err(QTK_E_UNSUPPORTED, "%zu KV records; qtk reads at most %d from one GGUF file", n_kv, QTK_CKPT_MAX_TENSORS);
     if (!st) {
         out_bytes(&h, "GGUF", 4);
         out_u32(&h, 3);

@@ -200,7 +200,7 @@ static qtk_status fold_weight(qtk__hub *h, const char *x, hub_raw *w, hub_raw *a
     /* the table: qtk's nf4 when the stored map is it bit for bit, else the stored one */
     qtk_scheme tab;
     memset(&tab, 0, sizeof tab);
-    s = qtk__ckpt_resolve_table(&tab, hub_bytes(h, qm), 16, nf4 ? "nf4" : "bnb_fp4");
+    s = qtk__ckpt_resolve_table(h->self, &tab, hub_bytes(h, qm), 16, nf4 ? "nf4" : "bnb_fp4");
     if (s) return qtk__err_context(s, "'%s.quant_map'", x);
     /* Blocks lie within rows when the last dim is a multiple of B (and of 8, for whole words). */
     bool rows = b.rank == 1 || (b.rank > 1 && b.shape[b.rank - 1] % B == 0 && b.shape[b.rank - 1] % 8 == 0);

@@ -224,7 +224,7 @@ qtk_status qtk_ckpt_convert(const char *in, const char *out, const qtk_convert_o
     qtk_status st = qtk_convert_check(&o);
     if (st) return st;
     qtk_write_options wo = {.format = o.format, .layout = o.layout, .max_shard_bytes = o.max_shard_bytes, .force = o.force,
-                            .notice = o.event ? notice_event : NULL, .ctx = &o};
+                            .notice = o.event ? notice_event : NULL, .ctx = &o, .cancel = o.cancel};
     qtk_writer *w = NULL;
     st = qtk_writer_create(out, &wo, &w);
     if (st) return st;
@@ -260,10 +260,20 @@ qtk_status qtk_ckpt_convert(const char *in, const char *out, const qtk_convert_o
         const qtk_ckpt_tensor *t = &din->tensors[i], *ot = &dout->tensors[i];
         qtk_ckpt_view v;
         st = qtk_ckpt_load(j.c, i, &v);
-        if (st) break;
+        if (st) {
+            qtk_status fs = qtk_ckpt_status(j.c); /* a truncated input explains it better */
+            if (fs) st = fs;
+            break;
+        }
         const uint8_t *bytes = NULL;
         st = transform(&j, t, ot, &dec[i], &v, &bytes);
-        if (!st) st = qtk_writer_write(w, bytes, ot->nbytes);
+        /* what was read is the file's only while the file is intact (a truncated input's
+         * lost pages read as zeros): checked before the bytes are written, and after, since a
+         * write from the map itself fails on them instead (EFAULT) */
+        qtk_status fs = qtk_ckpt_status(j.c);
+        if (!st && !fs) st = qtk_writer_write(w, bytes, ot->nbytes);
+        if (!fs) fs = qtk_ckpt_status(j.c);
+        if (fs) st = fs;
         qtk_ckpt_unload(j.c, &v);
         /* what the files hold: a GGUF tensor's bytes in its ggml layout, not qtk's */
         s0.in_bytes += t->file_type && t->file_bytes ? t->file_bytes : t->nbytes;
