@@ -1,6 +1,7 @@
 /* mm_avx2_int.c — the integer path (precision fast) with AVX2: activations quantized to
  * int8 per block (mm_int.c defines the bits), integer dot products with AVX-VNNI where the
  * CPU has it and vpmaddubsw otherwise (see mm_avx2_int_body.h). */
+#include <float.h>
 #include "mm_avx2.h"
 
 #include "../kernels/cpu.h"

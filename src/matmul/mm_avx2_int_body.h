@@ -137,7 +137,12 @@ QTK_AI IT void SFX(int_tile)(const int kind, const unsigned MR, const unsigned N
                 __m256 xs = _mm256_loadu_ps(c->xs + (m0 + i) * c->xs_ld + st * 8);
                 QTK_UNROLL
                 for (unsigned r = 0; r < NR; r++)
-                    facc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][r]), _mm256_mul_ps(wsv[r], xs), facc[i][r]);
+                    /* the block scale clamped to +-FLT_MAX (NaN kept: min returns its second
+                     * operand then): a zero block under a huge scale gives 0, not NaN */
+                    facc[i][r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(isum[i][r]),
+                                                 _mm256_max_ps(_mm256_set1_ps(-FLT_MAX),
+                                                               _mm256_min_ps(_mm256_set1_ps(FLT_MAX), _mm256_mul_ps(wsv[r], xs))),
+                                                 facc[i][r]);
             }
         }
     }

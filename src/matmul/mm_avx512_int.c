@@ -2,6 +2,7 @@
  * to int8 per block (mm_int.c defines the bits), integer dot products with AVX512-VNNI
  * where the CPU has it and AVX-512BW otherwise (see mm_avx512_int_body.h), scales applied
  * once per 64-byte step of a weight row. */
+#include <float.h>
 #include "mm_avx512.h"
 
 #include "../kernels/cpu.h"

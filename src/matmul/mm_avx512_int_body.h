@@ -164,7 +164,11 @@ QTK_AI IT void SFX(int_tile)(const int kind, const unsigned MR, const unsigned N
                 __m512 xs = _mm512_loadu_ps(c->xs + (m0 + i) * steps_ld + st * 16);
                 QTK_UNROLL
                 for (unsigned r = 0; r < NR; r++)
-                    facc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][r]), _mm512_mul_ps(wsv[r], xs), facc[i][r]);
+                    /* the block scale clamped to +-FLT_MAX (NaN kept): see mm_int.c */
+                    facc[i][r] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[i][r]),
+                                                 _mm512_max_ps(_mm512_set1_ps(-FLT_MAX),
+                                                               _mm512_min_ps(_mm512_set1_ps(FLT_MAX), _mm512_mul_ps(wsv[r], xs))),
+                                                 facc[i][r]);
             }
         }
     }

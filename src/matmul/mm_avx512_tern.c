@@ -10,6 +10,7 @@
  * 32q..32q+31, one activation block of 32 and one weight block. The integer sums are exact;
  * each lane is then scaled once by (weight scale x activation scale), as on the rest of the
  * integer path, so the bound of qtk_matmul.h holds unchanged. */
+#include <float.h>
 #include "mm_avx512.h"
 
 /* Rows n..n+NR-1 of W times rows m0..m0+MR-1 of x (activation blocks of 32). */
@@ -94,7 +95,11 @@ QTK_AI void tern_tile(const unsigned MR, const unsigned NR, const qtk__mm *c, si
                     /* Σ b0 x - 2 Σ b1 x, without the offsets: (s0 - off) - 2 (s1 - off) */
                     __m512i t = _mm512_sub_epi64(_mm512_sub_epi64(s0v[i][r], off),
                                                  _mm512_slli_epi64(_mm512_sub_epi64(s1v[i][r], off), 1));
-                    facc[i][r] = _mm256_fmadd_ps(_mm512_cvtepi64_ps(t), _mm256_mul_ps(wsv[r], xs), facc[i][r]);
+                    /* the block scale clamped to +-FLT_MAX (NaN kept): see mm_int.c */
+                    facc[i][r] = _mm256_fmadd_ps(_mm512_cvtepi64_ps(t),
+                                                 _mm256_max_ps(_mm256_set1_ps(-FLT_MAX),
+                                                               _mm256_min_ps(_mm256_set1_ps(FLT_MAX), _mm256_mul_ps(wsv[r], xs))),
+                                                 facc[i][r]);
                 }
             }
         }
