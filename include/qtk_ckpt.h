@@ -171,6 +171,12 @@ typedef struct qtk_ckpt_tensor {
     /* true: no qtk scheme holds the file's type exactly (GGUF's Q4_K), so it reads as F32
      * values, bit for bit as the file's reference decoder gives them. */
     bool decoded;
+    /* The shape of the values where the stored tensor has another (NULL: shape): a
+     * bitsandbytes weight whose blocks run across rows is held flattened, on [n], its values
+     * being the quant_state's [96, 200]. Conversion gives a tensor it dequantizes or
+     * re-quantizes this shape (and selects by it); a reader's, ignored by writers. */
+    const size_t *value_shape;
+    int value_rank;
 } qtk_ckpt_tensor;
 
 typedef struct qtk_open_options {

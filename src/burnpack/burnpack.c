@@ -223,16 +223,23 @@ static qtk_status check_duplicates(const void *recs, size_t n, size_t size, size
 static qtk_status decode_strings(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *tmp) {
     m = qtk__cb_untag(m);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "'metadata' is not a map");
+    const char *order = NULL;
     for (size_t i = 0; i < cbor_map_size(m); i++) {
         const char *k, *v, *why;
         if (!qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &k, &why))
             return qtk__err(QTK_E_FORMAT, "a metadata key is %s", why);
         if (!qtk__cb_text(cbor_map_handle(m)[i].value, tmp, &v, &why))
             return qtk__err(QTK_E_FORMAT, "metadata '%s': the value is %s", k, why);
+        if (strcmp(k, QTK__META_ORDER) == 0) {
+            order = v; /* the declared order of the keys, applied below */
+            continue;
+        }
         qtk_status st = qtk__desc_add_meta(&c->desc, k, v);
         if (st) return st;
     }
-    return check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk__kv, key), "metadata key");
+    qtk_status st = check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk__kv, key), "metadata key");
+    if (!st && order) st = qtk__bpk_apply_meta_order(&c->desc, order);
+    return st;
 }
 
 static qtk_status decode_scalars(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *tmp) {

@@ -400,7 +400,7 @@ static qtk_status describe(qtk_ckpt *c, const tinfo *t, const tinfo *all, gguf_r
     if (st) return st;
     dt->file_type = ty->name;
     dt->file_bytes = t->nbytes;
-    dt->decoded = ty->kind == GK_DECODE || ty->kind == GK_OPAQUE;
+    dt->decoded = ty->kind == GK_DECODE; /* an opaque type (IQ2_XXS, ...) is not read at all */
     *rt = (gguf_rtensor){t->type, t->abs, t->nbytes, SIZE_MAX};
     qtk__ckpt_loc loc = {.piece = {{t->abs, t->nbytes}}, .n = 1};
     if (t->g_index != SIZE_MAX) {
@@ -567,3 +567,20 @@ const qtk__ckpt_ops qtk__gguf_ops = {
     .close = gguf_close,
     .wfree = qtk__gguf_wfree,
 };
+
+qtk_status qtk__gguf_tensor_scale_records(const qtk_ckpt *c, size_t i, char **out) {
+    *out = NULL;
+    if (!c || c->ops != &qtk__gguf_ops || !c->priv || i >= c->desc.n_tensors) return QTK_OK;
+    const gguf_reader *r = c->priv;
+    const gguf_rtensor *rt = &r->t[i];
+    const gguf_type *ty = qtk__gguf_type(rt->type);
+    if (!ty || ty->kind != GK_EXACT || !ty->bytes) return QTK_OK;
+    qtk_status st = qtk__gguf_scale_records(rt->type, c->map.data + rt->off, rt->len / ty->bytes, out);
+    qtk_status fs = qtk_ckpt_status(c); /* the blocks were read from the map */
+    if (fs) {
+        free(*out);
+        *out = NULL;
+        return fs;
+    }
+    return st;
+}

@@ -432,6 +432,8 @@ static qtk_status order_and_describe(qtk__hub *h) {
         if (st) break;
         t->has_param_id = p->has_param_id;
         t->param_id = p->param_id;
+        t->value_shape = p->value_shape;
+        t->value_rank = p->value_rank;
         h->item[i] = p->item;
     }
     free(k);

@@ -212,6 +212,12 @@ static qtk_status fold_weight(qtk__hub *h, const char *x, hub_raw *w, hub_raw *a
     } else {
         shape[0] = n;
         pd.rank = 1;
+        /* the values keep the quant_state's shape (a dequantized tensor takes it) */
+        size_t *vs = hub_alloc(h, (size_t)(b.rank ? b.rank : 1) * sizeof *vs);
+        if (!vs) return qtk__err(QTK_E_NOMEM, "out of memory");
+        memcpy(vs, b.shape, (size_t)b.rank * sizeof *vs);
+        pd.value_shape = vs;
+        pd.value_rank = b.rank;
     }
     pd.shape = shape;
     s = hub_scheme(&pd.scheme, "q4f,table=%s,block=%zu:f32", tab.table, B);

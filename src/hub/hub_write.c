@@ -366,8 +366,10 @@ static qtk_status check_targets(qtk__hub_writer *w) {
                 found = qtk__strdup(e->d_name);
         if (d) closedir(d);
         if (found) {
-            qtk_status st = qtk__err(QTK_E_IO, "'%s' holds a checkpoint ('%s'); it is replaced only with force (--force)", w->out,
-                                     found);
+            qtk_status st = qtk__err(QTK_E_IO,
+                                     "'%s/%s' exists; it is replaced only with force (--force), and then with the rest of "
+                                     "the checkpoint in '%s'",
+                                     w->out, found, w->out);
             free(found);
             return st;
         }

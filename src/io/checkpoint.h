@@ -32,6 +32,11 @@
  * tensor it copies from a GGUF file and the GGUF writer takes it as the hint for which ggml
  * type to write, so GGUF -> bpk -> GGUF gives the same ggml types and bytes. */
 #define QTK__META_FILE_TYPE "qtk:file_type:"
+/* "qtk:gguf_scales:NAME": the scale bytes of the Q3_K / Q6_K / IQ4_XS blocks of tensor NAME
+ * whose f16 d underflowed to 0 (their sub-scales no longer show in the values), as
+ * "BLOCK:HEX,..." — carried by convert so that writing the GGUF type again gives the file's
+ * bytes back (docs/gguf.md). */
+#define QTK__META_GGUF_SCALES "qtk:gguf_scales:"
 
 typedef struct qtk__kv {
     const char *key, *value;
