@@ -66,7 +66,7 @@ static qtk_status scale_records(qtk_ckpt *c, const qtk__decision *dec, qtk_write
     qtk_status st = QTK_OK;
     for (size_t i = 0; i < in->n_tensors && !st; i++) {
         const qtk_ckpt_tensor *t = &in->tensors[i];
-        if (dec[i].act != QTK_ACT_KEEP || !t->quantized || !t->file_type) continue;
+        if (dec[i].act != QTK_ACT_KEEP || !t->quantized) continue;
         char *rec = NULL;
         st = qtk__gguf_tensor_scale_records(c, i, &rec);
         file_type_hint key = {t->name, NULL}, *f = nr && !rec ? bsearch(&key, carried, nr, sizeof *carried, cmp_hint) : NULL;
