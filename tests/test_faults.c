@@ -251,6 +251,80 @@ static void signal_mid_write(void) {
     }
 }
 
+/* A signal in the middle of a commit: rename() is interposed (the library is linked in
+ * statically, so this definition is the one it calls) to raise SIGTERM right before one of
+ * the renames that put an output in place; the handler does what the CLI's does on a second
+ * signal, qtk_remove_temporaries() and exit. Whatever the timing, the output must be whole
+ * (old or new) and nothing temporary may be left: the library holds the signal until its
+ * renames are done. (Before, the shards committed inside the temporary directory were not
+ * tracked, and a file's configs could be half replaced.) */
+static volatile sig_atomic_t trap_armed;
+static char trap_target[64];
+
+int rename(const char *from, const char *to) {
+    const char *base = strrchr(to, '/');
+    base = base ? base + 1 : to;
+    if (trap_armed && strstr(base, trap_target) && !strstr(base, ".qtk-")) {
+        trap_armed = 0;
+        raise(SIGTERM);
+    }
+    return renameat(AT_FDCWD, from, AT_FDCWD, to);
+}
+
+static void die_now(int sig) {
+    (void)sig;
+    qtk_remove_temporaries();
+    _exit(99);
+}
+
+static int convert_with_trap(const char *in, const char *dst, const char *trap, const qtk_convert_options *o) {
+    pid_t p = fork();
+    if (p == 0) {
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = die_now;
+        sigaction(SIGTERM, &sa, NULL);
+        snprintf(trap_target, sizeof trap_target, "%s", trap);
+        trap_armed = 1;
+        qtk_status st = qtk_ckpt_convert(in, dst, o, NULL);
+        _exit(st ? 2 : trap_armed ? 3 : 0);
+    }
+    int status = 0;
+    waitpid(p, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void signal_during_commit(void) {
+    setup();
+    char in[1200], in2[1200], dst[1200];
+    snprintf(in, sizeof in, "%s", tmp_path("s.safetensors"));
+    snprintf(in2, sizeof in2, "%s", tmp_path("s2.safetensors"));
+    /* a directory of shards: the signal comes as the first shard is renamed inside the
+     * temporary directory */
+    CHECK(run("convert s.safetensors cd --max-shard-size 40KB") == 0);
+    snprintf(dst, sizeof dst, "%s", tmp_path("cd"));
+    qtk_convert_options o = {.scheme = "q8s,block=32:f16", .max_shard_bytes = 40000, .force = 1};
+    int rc = convert_with_trap(in2, dst, "model-00001-of", &o);
+    CHECK_MSG(rc == 99, "the conversion was not interrupted (exit %d)", rc);
+    CHECK_NO_TEMPS(tmp_path(""));
+    CHECK(run("inspect cd") == 0); /* whole: the old or the new checkpoint */
+    /* a Hub file with its configs: the signal comes as hf_quant_config.json is renamed */
+    CHECK(sh("mkdir -p cm") == 0);
+    CHECK(run("convert s.safetensors cm/m.safetensors --scheme nvfp4 --layout modelopt") == 0);
+    CHECK(sh("tar cf cm.tar cm") == 0);
+    snprintf(dst, sizeof dst, "%s", tmp_path("cm/m.safetensors"));
+    qtk_convert_options f = {.scheme = "e4m3,block=*:f32,store=native", .layout = QTK_LAYOUT_MODELOPT, .force = 1};
+    rc = convert_with_trap(in2, dst, "hf_quant_config.json", &f);
+    CHECK_MSG(rc == 99, "the conversion was not interrupted (exit %d)", rc);
+    CHECK_NO_TEMPS(tmp_path(""));
+    /* all three files old, or all three new */
+    int same = sh("mkdir -p chk2 && rm -rf chk2/* && tar xf cm.tar -C chk2 && n=0; for f in m.safetensors "
+                  "hf_quant_config.json config.json; do cmp -s cm/$f chk2/cm/$f && n=$((n+1)); done; "
+                  "test $n = 0 || test $n = 3");
+    CHECK_MSG(same == 0, "the Hub file and its configs are half replaced");
+    CHECK(run("inspect cm/m.safetensors") == 0);
+}
+
 /* ---- an input truncated while it is read (issue 12 item 7) ---- */
 
 typedef struct {
@@ -460,6 +534,6 @@ static void init(void) {
     atexit(cleanup);
 }
 
-TEST_MAIN("faults", T(target_is_directory), T(shard_directory_replaced), T(signal_mid_write),
+TEST_MAIN("faults", T(target_is_directory), T(shard_directory_replaced), T(signal_mid_write), T(signal_during_commit),
           T(truncated_input_library), T(truncated_input_cli), T(read_only_directory), T(rootfs_full_disk),
           T(rootfs_read_only))
