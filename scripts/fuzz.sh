@@ -17,7 +17,7 @@
 set -eu
 cd "$(dirname "$0")/.."
 all="spec tensor npy burnpack safetensors gguf hub"
-build=build-fuzz
+build="${QTK_FUZZ_BUILD:-build-fuzz}" # another build directory: QTK_FUZZ_BUILD=build-fuzz2
 jobs="$(nproc 2>/dev/null || echo 2)"
 
 case "${1:-}" in

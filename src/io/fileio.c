@@ -408,7 +408,13 @@ qtk_status qtk__dir_replace(const char *tmpdir, const char *target, bool (*keep_
             if (st) break;
         }
         if (!st) {
-            if (renameat2(AT_FDCWD, tmpdir, AT_FDCWD, target, RENAME_EXCHANGE) == 0) {
+#ifdef RENAME_EXCHANGE
+            int ex = renameat2(AT_FDCWD, tmpdir, AT_FDCWD, target, RENAME_EXCHANGE);
+#else
+            int ex = -1; /* no atomic exchange on this system: the two renames below */
+            errno = ENOSYS;
+#endif
+            if (ex == 0) {
                 exchanged = true;
             } else if (errno == EINVAL || errno == ENOSYS || errno == ENOTSUP) {
                 /* no exchange on this filesystem: the old one aside, the new one in, or back */
