@@ -139,6 +139,14 @@ QTK_API qtk_status qtk_hub_layout_parse(const char *name, qtk_hub_layout *out);
 
 typedef struct qtk_ckpt qtk_ckpt;
 
+/* Limits, checked before the entries are read (memory stays within about a kilobyte per
+ * entry), and by the writers, which never write what the readers refuse: a safetensors or
+ * GGUF file holds at most QTK_CKPT_MAX_TENSORS tensor entries (safetensors: a quantized
+ * tensor's companions count; a sharded checkpoint: that many per shard) and a GGUF file at
+ * most as many KV records; a burnpack file at most 100 000 tensors (Burn's own limit). Other
+ * limits: docs/hardening.md. */
+#define QTK_CKPT_MAX_TENSORS 262144
+
 /* One tensor of a checkpoint. Every pointer is owned by the checkpoint (or the writer that
  * declared it) and valid until it is closed. */
 typedef struct qtk_ckpt_tensor {
@@ -163,6 +171,12 @@ typedef struct qtk_ckpt_tensor {
     /* true: no qtk scheme holds the file's type exactly (GGUF's Q4_K), so it reads as F32
      * values, bit for bit as the file's reference decoder gives them. */
     bool decoded;
+    /* The shape of the values where the stored tensor has another (NULL: shape): a
+     * bitsandbytes weight whose blocks run across rows is held flattened, on [n], its values
+     * being the quant_state's [96, 200]. Conversion gives a tensor it dequantizes or
+     * re-quantizes this shape (and selects by it); a reader's, ignored by writers. */
+    const size_t *value_shape;
+    int value_rank;
 } qtk_ckpt_tensor;
 
 typedef struct qtk_open_options {
@@ -254,6 +268,14 @@ typedef struct qtk_ckpt_view {
     size_t index;
 } qtk_ckpt_view;
 QTK_API qtk_status qtk_ckpt_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v);
+/* QTK_OK while the files under c are intact; QTK_E_IO naming the file when one shrank while
+ * it was mapped (another program truncated it). Reading a lost page of a map does not kill
+ * the process with SIGBUS: qtk's SIGBUS handler (installed when the first file is mapped; it
+ * passes other faults on to the handler there before) maps zeros there and marks the file,
+ * so bytes read from a view since are not the file's. qtk_ckpt_read, qtk_ckpt_read_values,
+ * qtk_ckpt_load_tensor (when it copies), conversion and evaluation check this themselves;
+ * a caller reading views directly calls it after using one. */
+QTK_API qtk_status qtk_ckpt_status(const qtk_ckpt *c);
 QTK_API void qtk_ckpt_unload(qtk_ckpt *c, qtk_ckpt_view *v);
 
 /* A quantized tensor as a qtk_tensor (QTK_E_ARG for a raw one). Zero-copy where the view
@@ -284,6 +306,9 @@ typedef struct qtk_write_options {
     /* optional: remarks about single tensors (an inexact global scale in a Hub layout) */
     void (*notice)(void *ctx, const char *tensor, const char *text);
     void *ctx;
+    /* optional: non-zero makes qtk_writer_commit fail with QTK_E_CANCELLED (checked last,
+     * right before anything is moved into place; nothing is written then) */
+    const volatile sig_atomic_t *cancel;
 } qtk_write_options;
 
 /* Starts an output at path (nothing appears there before commit). opts may be NULL. */

@@ -7,6 +7,13 @@ qtk_need=""
 command -v cmake >/dev/null 2>&1 || qtk_need="$qtk_need cmake"
 command -v make >/dev/null 2>&1 || qtk_need="$qtk_need make"
 command -v cc >/dev/null 2>&1 || qtk_need="$qtk_need gcc libc6-dev"
+# clang with its sanitizer and libFuzzer runtimes: the second sanitizer build and the fuzzers
+if command -v clang >/dev/null 2>&1; then
+    [ -e "$(clang -print-resource-dir)/lib/linux/libclang_rt.fuzzer-x86_64.a" ] ||
+        [ "$(uname -m)" != x86_64 ] || qtk_need="$qtk_need libclang-rt-dev"
+else
+    qtk_need="$qtk_need clang libclang-rt-dev"
+fi
 if command -v pkg-config >/dev/null 2>&1; then
     # The file-format layer (not the core library) reads CBOR (burnpack) and JSON
     # (safetensors) with Debian's libcbor and jansson; CMake finds them via pkg-config.

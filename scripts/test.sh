@@ -1,7 +1,8 @@
 #!/bin/sh
 # test.sh — builds qtk and runs every test: the layout check, optimised (Release) on the best
-# kernel level and on the portable reference, under AddressSanitizer + UndefinedBehaviorSanitizer,
-# and an installed package used by the examples.
+# kernel level and on the portable reference, under AddressSanitizer + UndefinedBehaviorSanitizer
+# (GCC, then clang with its extra checks), the libFuzzer harnesses for a bounded time each
+# (QTK_FUZZ_SECONDS, 60 by default), and an installed package used by the examples.
 set -eu
 cd "$(dirname "$0")/.."
 . scripts/deps.sh
@@ -23,6 +24,16 @@ cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DQTK_SANITIZE=ON >/dev/null
 cmake --build build-asan -j "$jobs" >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-asan --output-on-failure -j "$jobs"
+
+echo "== the same with clang: its undefined group adds array-bounds; also implicit conversions, nullability, ..."
+cmake -S . -B build-clang -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=Debug -DQTK_SANITIZE=ON >/dev/null
+cmake --build build-clang -j "$jobs" >/dev/null
+ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+    ctest --test-dir build-clang --output-on-failure -j "$jobs"
+
+echo "== libFuzzer harnesses (clang, ASan + UBSan), ${QTK_FUZZ_SECONDS:-60} s each: any finding fails"
+./scripts/fuzz.sh all "${QTK_FUZZ_SECONDS:-60}"
+
 echo "== install into a multiarch prefix; examples/ built against it (find_package, pkg-config)"
 ./scripts/test-install.sh
 

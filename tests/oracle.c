@@ -222,16 +222,35 @@ static int load_table(const qtk_scheme *s, unsigned bits, float *t) {
     return 1;
 }
 
+/* |q - u| < |q - v| exactly, for f32 values. The distances are computed as unevaluated sums
+ * hi + lo of doubles (Knuth's TwoSum), then compared: hi values first, the tails when the
+ * hi parts are equal (each distance is then the same double plus a tail below half its ulp). */
+static void two_diff(double a, double b, double *hi, double *lo) {
+    double s = a - b, bv = a - s, av = s + bv;
+    *hi = s;
+    *lo = (a - av) + (bv - b);
+}
+
+static int nearer(float q, float u, float v) {
+    double hu, lu, hv, lv;
+    two_diff(q, u, &hu, &lu);
+    two_diff(q, v, &hv, &lv);
+    if (hu < 0 || (hu == 0 && lu < 0)) hu = -hu, lu = -lu; /* |q - u| */
+    if (hv < 0 || (hv == 0 && lv < 0)) hv = -hv, lv = -lv;
+    if (hu != hv) return hu < hv;
+    return lu < lv;
+}
+
 static uint32_t nearest_index(const float *t, unsigned n, float q) {
     float mn = t[0], mx = t[0];
     for (unsigned i = 1; i < n; i++) {
         if (t[i] < mn) mn = t[i];
         if (t[i] > mx) mx = t[i];
     }
-    double qd = q < mn ? mn : q > mx ? mx : q;
+    float qc = q < mn ? mn : q > mx ? mx : q;
     uint32_t best = 0;
     for (unsigned i = 1; i < n; i++)
-        if (fabs(qd - (double)t[i]) < fabs(qd - (double)t[best])) best = i;
+        if (nearer(qc, t[i], t[best])) best = i;
     return best;
 }
 

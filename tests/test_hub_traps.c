@@ -137,6 +137,42 @@ static void bnb_high_nibble_first(void) {
     qtk_ckpt_close(c);
 }
 
+/* Blocks of 64 across the rows of [6, 20]: held flattened as [120], but dequantized (or
+ * re-quantized) to the quant_state's shape (issue 12 item 10: it stayed [120]). */
+static void bnb_flattened_keeps_shape(void) {
+    const char *dir = dir_for("bnb4");
+    uint8_t w[60];
+    for (unsigned i = 0; i < 60; i++) w[i] = (uint8_t)(i * 37 + 11);
+    float am[2] = {1.5f, 0.25f};
+    bnb_file(dir, "m.weight", w, 60, (const uint8_t *)am, 2, false, NULL, 0, NULL,
+             "{\"quant_type\": \"nf4\", \"blocksize\": 64, \"dtype\": \"bfloat16\", \"shape\": [6, 20]}",
+             "{\"quantization_config\": {\"quant_method\": \"bitsandbytes\", \"load_in_4bit\": true}}");
+    qtk_ckpt *c = open_dir(dir);
+    size_t i = 0;
+    const qtk_ckpt_tensor *t = NULL;
+    if (c && qtk_ckpt_find(c, "m.weight", &i) == QTK_OK) t = qtk_ckpt_tensor_at(c, i);
+    CHECK(t && t->rank == 1 && t->shape[0] == 120); /* the qtk tensor: flattened */
+    CHECK(t && t->value_shape && t->value_rank == 2 && t->value_shape[0] == 6 && t->value_shape[1] == 20);
+    float want[120];
+    if (t) CHECK_OK(qtk_ckpt_read_values(c, i, QTK_DTYPE_F32, want, 120));
+    static const char *const how[] = {"none", "q8s,block=*:f32"};
+    for (int k = 0; k < 2; k++) {
+        char out[64];
+        snprintf(out, sizeof out, "bnb4-%d.safetensors", k);
+        qtk_convert_options o = {.scheme = how[k], .min_elements = 1};
+        CHECK_OK(qtk_ckpt_convert(dir, tmp_path(out), &o, NULL));
+        qtk_ckpt *r = NULL;
+        CHECK_OK(qtk_ckpt_open(tmp_path(out), NULL, &r));
+        size_t j = 0;
+        const qtk_ckpt_tensor *u = r && qtk_ckpt_find(r, "m.weight", &j) == QTK_OK ? qtk_ckpt_tensor_at(r, j) : NULL;
+        CHECK_MSG(u && u->rank == 2 && u->shape[0] == 6 && u->shape[1] == 20, "%s: m.weight is not [6, 20]", how[k]);
+        CHECK(u && (k == 0 ? !u->quantized : u->quantized));
+        if (u && k == 0) check_values(r, "m.weight", want, 120);
+        qtk_ckpt_close(r);
+    }
+    qtk_ckpt_close(c);
+}
+
 static void bnb_double_quant(void) {
     /* 200 elements in blocks of 64 -> 4 absmax codes; one nested block of 256 */
     const char *dir = dir_for("bnb3");
@@ -567,7 +603,7 @@ static void hadamards(void) {
 
 int main(int argc, char **argv) {
     tmp_dir_make();
-    static const test_case cases[] = {T(bnb_high_nibble_first), T(bnb_double_quant), T(multiplier_or_divisor),
+    static const test_case cases[] = {T(bnb_high_nibble_first), T(bnb_flattened_keeps_shape), T(bnb_double_quant), T(multiplier_or_divisor),
                                       T(divisor_not_a_power_of_two), T(divisor_inexact), T(ct_zero_points), T(ct_activation_order),
                                       T(modelopt_per_expert_global), T(torchao_subclasses), T(hadamards)};
     int rc = test_run("hub_traps", cases, sizeof cases / sizeof cases[0], argc, argv);

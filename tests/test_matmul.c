@@ -903,6 +903,43 @@ static void extreme_scales(void) {
     check_bytes("q4f,block=32:f16", q4, sizeof q4, N, K, x, M, "q4f");
 }
 
-TEST_MAIN("matmul", T(errors), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
+/* A block of zero fields under a weight scale near FLT_MAX gives 0 on the integer path: the
+ * block's scale (weight scale x s_b) overflows, and 0 x inf was NaN (found by fuzz_tensor). */
+static void integer_path_huge_scale(void) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("q2s,block=*:f32", &s));
+    enum { N = 2, K = 32 };
+    size_t shape[2] = {N, K};
+    qtk_layout L;
+    CHECK_OK(qtk_layout_compute(&s, shape, 2, &L));
+    uint8_t b[64];
+    memset(b, 0, sizeof b);
+    memset(b + L.value_bytes / 2, 0x55, L.value_bytes / 2); /* row 1: every field 1 */
+    const float sc[2] = {0x1.fc0536p+127f, 1.0f};
+    memcpy(b + L.scales_offset, sc, sizeof sc);
+    qtk_tensor *t = NULL;
+    CHECK_OK(qtk_tensor_from_bytes(b, L.total_bytes, shape, 2, &s, &t));
+    float x[K], y[N];
+    for (int k = 0; k < K; k++) x[k] = 200.0f; /* s_b = 200 / 127: the row-0 block scale overflows */
+    const float bias[N] = {-2.0f, 0.0f};
+    qtk_matmul_options o = {QTK_MM_NK, QTK_PRECISION_FAST, 1};
+    const config *cfs[N_CONFIGS];
+    size_t ncf = simd_configs(cfs);
+    for (size_t ci = 0; ci <= ncf && t; ci++) { /* every kernel configuration, then the reference */
+        if (ci < ncf) use_config(cfs[ci]);
+        else qtk_set_isa(QTK_ISA_SCALAR);
+        const char *name = ci < ncf ? config_name(cfs[ci]) : "scalar";
+        qtk_mm_path path;
+        CHECK_OK(qtk_matmul_path(t, 1, &o, &path));
+        CHECK(path == QTK_MM_PATH_INTEGER);
+        CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, 1, K, bias, y, N, &o));
+        CHECK_MSG(y[0] == -2.0f, "%s: y[0] = %g, want -2 (0 x a huge scale + bias)", name, (double)y[0]);
+        CHECK_MSG(fabsf(y[1] - 6400.0f) < 30.0f, "%s: y[1] = %g, want about 6400", name, (double)y[1]);
+    }
+    reset_config();
+    qtk_tensor_free(t);
+}
+
+TEST_MAIN("matmul", T(errors), T(integer_path_huge_scale), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
           T(thread_invariance), T(extreme_scales))

@@ -300,5 +300,37 @@ static void isa_api(void) {
     if (env && strcmp(env, "scalar") == 0) CHECK(qtk_detect_isa() >= QTK_ISA_SCALAR);
 }
 
+/* Lookup fields are the entry nearest x / e exactly: a quotient far below the entries' scale
+ * (2^-143 against +-0.5) is not a tie, although |q - 0.5| and |q + 0.5| are the same double.
+ * Every level gives the nearest entry; exactly 0 is a tie (the lower index). Found by
+ * fuzz_tensor: the reference compared distances in double and took -0.5. */
+static void lookup_tiny_quotients(void) {
+    static const float t[4] = {-1.5f, -0.5f, 0.5f, 1.5f};
+    CHECK_OK(qtk_table_register("tiny-q", t, 4));
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("q2f,table=tiny-q,block=8:f32,store=native", &s));
+    const float tiny = ldexpf(1.59f, -143);
+    const float x[8] = {tiny, -tiny, 0.0f, -0.0f, ldexpf(1.0f, -149), 0.2f, -0.2f, 1.0f};
+    const uint8_t want[8] = {2, 1, 1, 1, 2, 2, 1, 2};
+    float scale = 1.0f; /* given, so the quotient is x itself */
+    qtk_quantize_options o = {.scales = &scale, .n_scales = 1};
+    size_t shape[1] = {8};
+    init_levels();
+    qtk_isa all[5] = {QTK_ISA_SCALAR};
+    memcpy(all + 1, levels, (size_t)n_levels * sizeof *levels);
+    for (int l = 0; l < n_levels + 1; l++) {
+        CHECK_OK(qtk_set_isa(all[l]));
+        qtk_tensor *q = NULL;
+        CHECK_OK(qtk_quantize(x, shape, 1, &s, &o, &q));
+        const uint8_t *b = q ? qtk_tensor_bytes(q, NULL) : NULL;
+        for (int i = 0; b && i < 8; i++)
+            CHECK_MSG(b[i] == want[i], "%s: x[%d] = %a: code %u, want %u", qtk_isa_name(all[l]), i, (double)x[i], b[i],
+                      want[i]);
+        qtk_tensor_free(q);
+    }
+    CHECK_OK(qtk_set_isa(QTK_ISA_AUTO));
+}
+
 TEST_MAIN("simd", T(isa_api), T(levels_match_reference), T(mse_levels_match_reference), T(threads_deterministic),
-          T(caller_fp_mode_ignored))
+          T(caller_fp_mode_ignored),
+          T(lookup_tiny_quotients))

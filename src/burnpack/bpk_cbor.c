@@ -256,9 +256,68 @@ static cbor_item_t *descriptor_item(const qtk_ckpt_tensor *t, size_t start, qtk_
     return m;
 }
 
-qtk_status qtk__bpk_encode_metadata(const qtk__desc *d, const size_t *starts, uint8_t **out, size_t *len) {
+char *qtk__bpk_meta_order(const qtk__desc *d, qtk_status *st) {
+    *st = QTK_OK;
+    bool in_order = true;
+    for (size_t i = 1; i < d->n_meta && in_order; i++) in_order = cmp_str(d->meta[i - 1].key, d->meta[i].key) < 0;
+    if (in_order) return NULL;
+    size_t n = 1;
+    for (size_t i = 0; i < d->n_meta; i++) n += 2 * strlen(d->meta[i].key) + 1;
+    char *s = malloc(n), *p = s;
+    if (!s) {
+        *st = qtk__err(QTK_E_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < d->n_meta; i++) {
+        if (i) *p++ = '\n';
+        for (const char *k = d->meta[i].key; *k; k++) {
+            if (*k == '\\' || *k == '\n') *p++ = '\\', *p++ = *k == '\n' ? 'n' : '\\';
+            else *p++ = *k;
+        }
+    }
+    *p = '\0';
+    return s;
+}
+
+qtk_status qtk__bpk_apply_meta_order(qtk__desc *d, const char *order) {
+    size_t n = d->n_meta, placed = 0;
+    qtk__kv *out = malloc((n ? n : 1) * sizeof *out);
+    bool *used = calloc(n ? n : 1, sizeof *used);
+    size_t cap = strlen(order) + 1;
+    char *key = malloc(cap);
+    if (!out || !used || !key) {
+        free(out), free(used), free(key);
+        return qtk__err(QTK_E_NOMEM, "out of memory");
+    }
+    for (const char *p = order; *p || p == order;) {
+        size_t k = 0;
+        for (; *p && *p != '\n'; p++) {
+            if (*p == '\\' && (p[1] == 'n' || p[1] == '\\')) key[k++] = *++p == 'n' ? '\n' : '\\';
+            else key[k++] = *p;
+        }
+        key[k] = '\0';
+        for (size_t i = 0; i < n; i++)
+            if (!used[i] && strcmp(d->meta[i].key, key) == 0) {
+                used[i] = true;
+                out[placed++] = d->meta[i];
+                break;
+            }
+        if (!*p) break;
+        p++;
+    }
+    for (size_t i = 0; i < n; i++)
+        if (!used[i]) out[placed++] = d->meta[i];
+    memcpy(d->meta, out, n * sizeof *out);
+    free(out);
+    free(used);
+    free(key);
+    return QTK_OK;
+}
+
+static qtk_status encode_metadata(const qtk__desc *d, const size_t *starts, uint8_t **out, size_t *len) {
     keyed *kt = NULL, *km = NULL, *ks = NULL;
-    qtk_status st = sorted(d->n_tensors, tensor_key, d, "tensors", &kt);
+    qtk_status st = QTK_OK;
+    if (!st) st = sorted(d->n_tensors, tensor_key, d, "tensors", &kt);
     if (!st) st = sorted(d->n_meta, meta_key, d, "metadata keys", &km);
     if (!st) st = sorted(d->n_scalars, scalar_key, d, "scalars", &ks);
     cbor_item_t *root = NULL;
@@ -295,6 +354,28 @@ qtk_status qtk__bpk_encode_metadata(const qtk__desc *d, const size_t *starts, ui
         return st;
     }
     return serialize(root, out, len);
+}
+
+qtk_status qtk__bpk_encode_metadata(const qtk__desc *d, const size_t *starts, uint8_t **out, size_t *len) {
+    qtk_status st = QTK_OK;
+    /* the declared order, when the map's sorted order is another: one more entry, in its place */
+    char *order = qtk__bpk_meta_order(d, &st);
+    if (st) return st;
+    if (!order) return encode_metadata(d, starts, out, len);
+    qtk__desc with;
+    qtk__desc_init(&with);
+    for (size_t i = 0; i < d->n_meta && !st; i++)
+        if (strcmp(d->meta[i].key, QTK__META_ORDER) != 0) st = qtk__desc_add_meta(&with, d->meta[i].key, d->meta[i].value);
+    if (!st) st = qtk__desc_add_meta(&with, QTK__META_ORDER, order);
+    free(order);
+    with.tensors = d->tensors; /* borrowed for the encoding */
+    with.n_tensors = d->n_tensors;
+    with.scalars = d->scalars;
+    with.n_scalars = d->n_scalars;
+    if (!st) st = encode_metadata(&with, starts, out, len);
+    with.tensors = NULL, with.n_tensors = 0, with.scalars = NULL, with.n_scalars = 0;
+    qtk__desc_free(&with);
+    return st;
 }
 
 /* ---- decoding helpers ---- */

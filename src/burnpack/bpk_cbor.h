@@ -42,4 +42,16 @@ bool qtk__cb_is(const cbor_item_t *it, const char *lit);
 bool qtk__cb_uint(const cbor_item_t *it, uint64_t *v);
 bool qtk__cb_is_null(const cbor_item_t *it);
 
+/* Burn's metadata map is sorted by key (a BTreeMap). The order the keys were declared in (a
+ * GGUF file's KV order) rides along, when it is another, as the metadata entry
+ * "qtk:meta_order": the keys joined by newlines, with '\\' and a newline in a key written as
+ * "\\\\" and "\\n". The reader puts the keys back in that order and drops the entry. */
+#define QTK__META_ORDER "qtk:meta_order"
+/* The entry's value for d's keys (malloc'ed), or NULL when they are in sorted order already;
+ * *st gets QTK_E_NOMEM if memory ran out. */
+char *qtk__bpk_meta_order(const qtk__desc *d, qtk_status *st);
+/* Reorders d's metadata as order (the entry's value) says: the keys it names first in its
+ * order, any others after in theirs. */
+qtk_status qtk__bpk_apply_meta_order(qtk__desc *d, const char *order);
+
 #endif

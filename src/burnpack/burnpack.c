@@ -123,7 +123,7 @@ static qtk_status add_entry(qtk_ckpt *c, const entry *e, size_t data_start) {
             if (len < 4 * n)
                 return qtk__err(QTK_E_LENGTH, "tensor '%s': a Lookup tensor ends with its %zu-entry f32 table (%zu bytes); "
                                               "it has only %zu bytes", nm, n, 4 * n, len);
-            st = qtk__ckpt_resolve_table(&s, c->map.data + abs + len - 4 * n, n, NULL);
+            st = qtk__ckpt_resolve_table(c, &s, c->map.data + abs + len - 4 * n, n, NULL);
             if (st) return qtk__err_context(st, "tensor '%s'", nm);
         }
         st = qtk__desc_add_quantized(&c->desc, nm, &s, e->shape, e->rank, &t);
@@ -223,15 +223,22 @@ static qtk_status check_duplicates(const void *recs, size_t n, size_t size, size
 static qtk_status decode_strings(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *tmp) {
     m = qtk__cb_untag(m);
     if (!m || !cbor_isa_map(m)) return qtk__err(QTK_E_FORMAT, "'metadata' is not a map");
+    const char *order = NULL;
     for (size_t i = 0; i < cbor_map_size(m); i++) {
         const char *k, *v;
         qtk_status st = qtk__cb_text(cbor_map_handle(m)[i].key, tmp, &k, "a metadata key");
         if (!st && (st = qtk__cb_text(cbor_map_handle(m)[i].value, tmp, &v, "the value")))
             qtk__err_context(st, "metadata '%s'", k);
+        if (!st && strcmp(k, QTK__META_ORDER) == 0) {
+            order = v; /* the declared order of the keys, applied below */
+            continue;
+        }
         if (!st) st = qtk__desc_add_meta(&c->desc, k, v);
         if (st) return st;
     }
-    return check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk__kv, key), "metadata key");
+    qtk_status st = check_duplicates(c->desc.meta, c->desc.n_meta, sizeof *c->desc.meta, offsetof(qtk__kv, key), "metadata key");
+    if (!st && order) st = qtk__bpk_apply_meta_order(&c->desc, order);
+    return st;
 }
 
 static qtk_status decode_scalars(qtk_ckpt *c, const cbor_item_t *m, qtk__arena *tmp) {

@@ -112,6 +112,12 @@ qtk_status qtk_ckpt_load_tensor(qtk_ckpt *c, size_t i, qtk_tensor **out) {
         /* assembled or translated on load: the tensor takes a copy, the buffer goes back */
         st = qtk_tensor_from_bytes(v.data, v.len, t->shape, t->rank, &t->scheme, out);
         qtk_ckpt_unload(c, &v);
+        qtk_status fs = qtk_ckpt_status(c);
+        if (fs) {
+            qtk_tensor_free(*out);
+            *out = NULL;
+            return fs;
+        }
     } else {
         /* in the map as it is: the tensor borrows it, and keeps the checkpoint alive */
         borrow *b = malloc(sizeof *b);
@@ -138,7 +144,7 @@ qtk_status qtk_ckpt_read(qtk_ckpt *c, size_t i, void *dst, size_t len) {
     if (st) return st;
     if (len) memcpy(dst, v.data, len);
     qtk_ckpt_unload(c, &v);
-    return QTK_OK;
+    return qtk_ckpt_status(c); /* the copy is the file's only while the file is intact */
 }
 
 qtk_status qtk_ckpt_read_values(qtk_ckpt *c, size_t i, qtk_dtype dtype, void *dst, size_t n) {
@@ -157,5 +163,6 @@ qtk_status qtk_ckpt_read_values(qtk_ckpt *c, size_t i, qtk_dtype dtype, void *ds
     if (t->quantized) st = qtk__hub_dequantize(c, i, &v, dtype, dst);
     else st = qtk__values_convert(t, v.data, dtype, dst);
     qtk_ckpt_unload(c, &v);
-    return st;
+    qtk_status fs = qtk_ckpt_status(c);
+    return fs ? fs : st;
 }

@@ -35,7 +35,10 @@ qtk_status qtk_writer_create(const char *path, const qtk_write_options *opts, qt
         return qtk__err(QTK_E_ARG, "cannot write layout '%s' (write: qtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb)",
                         qtk_hub_layout_name(o.layout));
     qtk_ckpt_format fmt = o.format ? o.format : qtk_ckpt_format_from_path(path);
-    bool hub = o.layout != QTK_LAYOUT_AUTO || o.max_shard_bytes > 0 || qtk__hub_out_is_dir(path);
+    /* a directory named like a .bpk or .gguf file is a target a file cannot replace (said so
+     * when writing starts), not a directory of shards */
+    bool file_named = fmt == QTK_CKPT_BURNPACK || fmt == QTK_CKPT_GGUF;
+    bool hub = o.layout != QTK_LAYOUT_AUTO || o.max_shard_bytes > 0 || (!file_named && qtk__hub_out_is_dir(path));
     if (hub && (fmt == QTK_CKPT_BURNPACK || fmt == QTK_CKPT_GGUF))
         return qtk__err(QTK_E_ARG, "'%s': layouts and shards are safetensors; a %s output takes neither", path,
                         qtk_ckpt_format_name(fmt));
@@ -118,12 +121,21 @@ bool qtk_writer_can_hold(const qtk_writer *w, const qtk_ckpt_tensor *t, char *wh
 
 static qtk_status begin(qtk_writer *w) {
     w->begun = true;
+    /* stored tensors whose names a reader would take for a Hub layout (X_blocks + X_scales
+     * read back as gpt-oss) are marked so that they read back as written */
+    if (w->fmt == QTK_CKPT_SAFETENSORS && (w->o.layout == QTK_LAYOUT_AUTO || w->o.layout == QTK_LAYOUT_QTK)) {
+        bool any_q = false;
+        for (size_t i = 0; i < w->desc.n_tensors; i++) any_q |= w->desc.tensors[i].quantized;
+        w->desc.stored_as_is = !any_q && qtk__hub_names_suggest(&w->desc) != NULL;
+    }
     if (w->hub) {
         qtk__hub_write_opts ho = {.layout = w->o.layout, .max_shard_bytes = w->o.max_shard_bytes, .source = w->o.source,
-                                  .force = w->o.force, .notice = w->o.notice, .ctx = w->o.ctx};
+                                  .force = w->o.force, .notice = w->o.notice, .ctx = w->o.ctx, .cancel = w->o.cancel};
         return qtk__hub_writer_open(w->path, &w->desc, &ho, &w->h);
     }
-    return qtk__ckpt_writer_open_ops(w->path, w->ops, &w->desc, w->o.force, &w->w);
+    qtk_status st = qtk__ckpt_writer_open_ops(w->path, w->ops, &w->desc, w->o.force, &w->w);
+    if (!st) qtk__ckpt_writer_set_cancel(w->w, w->o.cancel);
+    return st;
 }
 
 static qtk_status put(qtk_writer *w, const void *bytes, size_t len) {

@@ -1,7 +1,11 @@
-/* signals.c — what SIGINT, SIGTERM and SIGHUP do to a running command: every temporary
- * output goes at once (qtk_remove_temporaries is async-signal-safe); a command working
- * through a checkpoint gets a cancel flag and stops at the next tensor, the others die
- * with the signal. The exit status is the signal's either way. */
+/* signals.c — what SIGINT, SIGTERM and SIGHUP do to a running command. A command working
+ * through a checkpoint (convert, eval, demo) gets a cancel flag: the first signal sets it, and
+ * the library stops at the next tensor or right before the output would be moved into place,
+ * removing its temporary files as any failure does; a second signal ends the process at once.
+ * Other commands end at once. Ending at once removes every temporary output first
+ * (qtk_remove_temporaries is async-signal-safe; the library holds these signals while it
+ * renames outputs into place, so a handler never sees half an output). The exit status is
+ * the signal's either way. */
 #include "cli.h"
 
 #include <signal.h>
@@ -11,12 +15,12 @@ static volatile sig_atomic_t cancel, caught, graceful;
 static const int watched[] = {SIGINT, SIGTERM, SIGHUP};
 
 static void on_signal(int sig) {
-    qtk_remove_temporaries();
     caught = sig;
     if (graceful && !cancel) {
         cancel = 1; /* the command stops at the next tensor; a second signal ends it now */
         return;
     }
+    qtk_remove_temporaries();
     signal(sig, SIG_DFL);
     raise(sig);
 }

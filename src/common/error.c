@@ -69,16 +69,21 @@ qtk_status qtk__err_context(qtk_status st, const char *fmt, ...) {
 
 qtk_status qtk_set_error(qtk_status st, const char *fmt, ...) {
     va_list ap;
+    if (!fmt) { /* no message: an empty one */
+        errbuf[0] = '\0';
+        return st;
+    }
     va_start(ap, fmt);
-    set_message(fmt ? fmt : "", ap);
+    set_message(fmt, ap);
     va_end(ap);
     return st;
 }
 
 qtk_status qtk_error_context(qtk_status st, const char *fmt, ...) {
     va_list ap;
+    if (!fmt) return st; /* no context to add */
     va_start(ap, fmt);
-    prefix_message(fmt ? fmt : "", ap);
+    prefix_message(fmt, ap);
     va_end(ap);
     return st;
 }

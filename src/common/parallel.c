@@ -2,6 +2,7 @@
 #include "parallel.h"
 
 #include <pthread.h>
+#include <signal.h>
 
 #define QTK_MAX_THREADS 256
 
@@ -33,7 +34,17 @@ void qtk__parallel_for(int threads, size_t n, qtk__range_fn fn, void *ctx) {
         jobs[t] = (job){fn, ctx, n * (size_t)t / (size_t)threads, n * (size_t)(t + 1) / (size_t)threads, t};
         started[t] = false;
     }
+    /* Workers start with the termination signals blocked (they inherit the mask), so a
+     * handler for them runs in the caller's thread, never beside it in a worker. */
+    sigset_t block, old;
+    sigemptyset(&block);
+    sigaddset(&block, SIGINT);
+    sigaddset(&block, SIGTERM);
+    sigaddset(&block, SIGHUP);
+    sigaddset(&block, SIGQUIT);
+    pthread_sigmask(SIG_BLOCK, &block, &old);
     for (int t = 1; t < threads; t++) started[t] = pthread_create(&tids[t], NULL, run_job, &jobs[t]) == 0;
+    pthread_sigmask(SIG_SETMASK, &old, NULL);
     run_job(&jobs[0]);
     for (int t = 1; t < threads; t++) {
         if (started[t]) pthread_join(tids[t], NULL);

@@ -74,6 +74,12 @@ static qtk_status parse_header(const uint8_t *b, size_t len, uint32_t *version, 
                         "n_tensors = %" PRIu64 ": that many tensor infos (24 bytes at least each) cannot fit in the %zu bytes after "
                         "the header (a bad count, or a truncated file)",
                         *n_tensors, left);
+    /* then qtk's limit, before anything is allocated for the records */
+    if (*n_tensors > QTK_CKPT_MAX_TENSORS || *n_kv > QTK_CKPT_MAX_TENSORS)
+        return qtk__err(QTK_E_UNSUPPORTED, "%s = %" PRIu64 ": qtk reads at most %d %s per GGUF file",
+                        *n_tensors > QTK_CKPT_MAX_TENSORS ? "n_tensors" : "n_kv",
+                        *n_tensors > QTK_CKPT_MAX_TENSORS ? *n_tensors : *n_kv, QTK_CKPT_MAX_TENSORS,
+                        *n_tensors > QTK_CKPT_MAX_TENSORS ? "tensor infos" : "KV records");
     return QTK_OK;
 }
 
@@ -394,7 +400,7 @@ static qtk_status describe(qtk_ckpt *c, const tinfo *t, const tinfo *all, gguf_r
     if (st) return st;
     dt->file_type = ty->name;
     dt->file_bytes = t->nbytes;
-    dt->decoded = ty->kind == GK_DECODE || ty->kind == GK_OPAQUE;
+    dt->decoded = ty->kind == GK_DECODE; /* an opaque type (IQ2_XXS, ...) is not read at all */
     *rt = (gguf_rtensor){t->type, t->abs, t->nbytes, SIZE_MAX};
     qtk__ckpt_loc loc = {.piece = {{t->abs, t->nbytes}}, .n = 1};
     if (t->g_index != SIZE_MAX) {
@@ -432,6 +438,8 @@ static qtk_status build(qtk_ckpt *c, gguf_cur *cur, uint64_t n_tensors, kv_state
     tinfo **by_name = malloc((n ? n : 1) * sizeof *by_name), **by_off = malloc((n ? n : 1) * sizeof *by_off);
     r->t = malloc((n ? n : 1) * sizeof *r->t);
     qtk_status st = !t || !by_name || !by_off || !r->t ? qtk__err(QTK_E_NOMEM, "out of memory for %zu tensor infos", n) : QTK_OK;
+    if (!st) st = qtk__desc_reserve(&c->desc, n); /* no slack in the per-tensor arrays */
+    if (!st) st = qtk__ckpt_reserve_loc(c, n);
     for (size_t i = 0; i < n && !st; i++) st = parse_info(cur, i, &ks->tmp, &t[i]);
     if (!st) {
         for (size_t i = 0; i < n; i++) by_name[i] = &t[i];
@@ -559,3 +567,20 @@ const qtk__ckpt_ops qtk__gguf_ops = {
     .close = gguf_close,
     .wfree = qtk__gguf_wfree,
 };
+
+qtk_status qtk__gguf_tensor_scale_records(const qtk_ckpt *c, size_t i, char **out) {
+    *out = NULL;
+    if (!c || c->ops != &qtk__gguf_ops || !c->priv || i >= c->desc.n_tensors) return QTK_OK;
+    const gguf_reader *r = c->priv;
+    const gguf_rtensor *rt = &r->t[i];
+    const gguf_type *ty = qtk__gguf_type(rt->type);
+    if (!ty || ty->kind != GK_EXACT || !ty->bytes) return QTK_OK;
+    qtk_status st = qtk__gguf_scale_records(rt->type, c->map.data + rt->off, rt->len / ty->bytes, out);
+    qtk_status fs = qtk_ckpt_status(c); /* the blocks were read from the map */
+    if (fs) {
+        free(*out);
+        *out = NULL;
+        return fs;
+    }
+    return st;
+}

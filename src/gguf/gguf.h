@@ -20,4 +20,9 @@ int qtk__gguf_type_id(const char *name);
  * what stands in the way. */
 bool qtk__gguf_writable(const qtk_ckpt_tensor *t, const char *hint, char *why, size_t cap);
 
+/* For tensor i of a GGUF checkpoint c: its qtk:gguf_scales value (malloc'ed; see
+ * io/checkpoint.h), NULL when none is needed or c is not a GGUF file. Reads the blocks' scale
+ * bytes from the map. */
+qtk_status qtk__gguf_tensor_scale_records(const qtk_ckpt *c, size_t i, char **out);
+
 #endif

@@ -306,7 +306,110 @@ static bool split_scales(const float *s, int n, int lo, int hi, uint16_t *dh, in
     return false;
 }
 
-static qtk_status exp_block(int ty, const qsrc *q, const ectx *x, size_t col, uint8_t *o) {
+/* ---- the sub-scales of Q3_K, Q6_K and IQ4_XS blocks ---- */
+
+/* Where a block's scale bytes are (d and the integer sub-scales) and how many. */
+static void scale_part(int ty, size_t *off, size_t *len) {
+    if (ty == T_IQ4_XS) *off = 0, *len = 8;
+    else if (ty == T_Q6_K) *off = 192, *len = 18;
+    else *off = 96, *len = 14;
+}
+
+/* Writes d (f16 bits) and the sub-scale integers k into a block's scale bytes. */
+static void encode_scales(int ty, uint16_t dh, const int *k, uint8_t *o) {
+    if (ty == T_IQ4_XS) {
+        qtk__st16(o, dh);
+        unsigned sh = 0;
+        memset(o + 4, 0, 4);
+        for (unsigned b = 0; b < 8; b++) {
+            unsigned ls = (unsigned)(k[b] + 32);
+            o[4 + b / 2] |= (uint8_t)((ls & 15u) << (4 * (b % 2)));
+            sh |= (ls >> 4) << (2 * b);
+        }
+        qtk__st16(o + 2, (uint16_t)sh);
+    } else if (ty == T_Q6_K) {
+        for (unsigned i = 0; i < 16; i++) o[192 + i] = (uint8_t)(int8_t)k[i];
+        qtk__st16(o + 208, dh);
+    } else {
+        memset(o + 96, 0, 12);
+        for (unsigned i = 0; i < 16; i++) {
+            unsigned S = (unsigned)(k[i] + 32);
+            o[96 + (i < 8 ? i : i - 8)] |= (uint8_t)((S & 15u) << (i < 8 ? 0 : 4));
+            o[96 + 8 + i % 4] |= (uint8_t)((S >> 4) << (2 * (i / 4)));
+        }
+        qtk__st16(o + 108, dh);
+    }
+}
+
+/* The sub-scales f32(d) x k of a block, as the reader makes them (gguf_import.c). */
+static unsigned decode_scales(int ty, const uint8_t *blk, float *sv) {
+    if (ty == T_IQ4_XS) {
+        float d = qtk__gguf_f16(qtk__ld16(blk));
+        unsigned sh = qtk__ld16(blk + 2);
+        for (unsigned k = 0; k < 8; k++) {
+            unsigned ls = ((blk[4 + k / 2] >> (4 * (k % 2))) & 15u) | ((sh >> (2 * k)) & 3u) << 4;
+            sv[k] = d * (float)((int)ls - 32);
+        }
+        return 8;
+    }
+    if (ty == T_Q6_K) {
+        float d = qtk__gguf_f16(qtk__ld16(blk + 208));
+        for (unsigned k = 0; k < 16; k++) sv[k] = d * (float)(int8_t)blk[192 + k];
+        return 16;
+    }
+    const uint8_t *sc = blk + 96;
+    float d = qtk__gguf_f16(qtk__ld16(blk + 108));
+    for (unsigned k = 0; k < 16; k++) {
+        unsigned lo4 = k < 8 ? sc[k] & 15u : sc[k - 8] >> 4;
+        unsigned hi2 = (sc[8 + k % 4] >> (2 * (k / 4))) & 3u;
+        sv[k] = d * (float)((int)(lo4 | hi2 << 4) - 32);
+    }
+    return 16;
+}
+
+static void scale_range(int ty, int *lo, int *hi) {
+    *lo = ty == T_Q6_K ? -128 : -32;
+    *hi = ty == T_Q6_K ? 127 : 31;
+}
+
+bool qtk__gguf_scales_come_back(uint32_t type, const uint8_t *blk) {
+    int ty = (int)type, lo, hi, k[16];
+    if (ty != T_Q3_K && ty != T_Q6_K && ty != T_IQ4_XS) return true;
+    float sv[16];
+    unsigned ns = decode_scales(ty, blk, sv);
+    scale_range(ty, &lo, &hi);
+    uint16_t dh;
+    if (!split_scales(sv, (int)ns, lo, hi, &dh, k)) return false;
+    uint8_t o[210];
+    size_t off, len;
+    scale_part(ty, &off, &len);
+    memcpy(o, blk, qtk__gguf_type(type)->bytes);
+    encode_scales(ty, dh, k, o);
+    return memcmp(o + off, blk + off, len) == 0;
+}
+
+/* A block's scale bytes as the file had them (a record of qtk:gguf_scales): used in place of
+ * what the sub-scales give when they decode to the same sub-scales bit for bit. */
+typedef struct {
+    size_t block;
+    uint8_t bytes[18];
+} scale_record;
+
+static bool apply_record(int ty, const float *sv, const scale_record *r, uint8_t *o) {
+    size_t off, len;
+    scale_part(ty, &off, &len);
+    uint8_t blk[210];
+    memcpy(blk, o, ty == T_IQ4_XS ? 136 : ty == T_Q6_K ? 210 : 110);
+    memcpy(blk + off, r->bytes, len);
+    float rv[16];
+    unsigned ns = decode_scales(ty, blk, rv);
+    for (unsigned i = 0; i < ns; i++)
+        if (qtk__f32_bits(rv[i]) != qtk__f32_bits(sv[i])) return false;
+    memcpy(o + off, r->bytes, len);
+    return true;
+}
+
+static qtk_status exp_block(int ty, const qsrc *q, const ectx *x, size_t col, uint8_t *o, const scale_record *rec) {
     int f[256];
     const gguf_type *gt = qtk__gguf_type((uint32_t)ty);
     qsrc_fields(q, col, gt->blck, f);
@@ -412,7 +515,8 @@ static qtk_status exp_block(int ty, const qsrc *q, const ectx *x, size_t col, ui
     case T_Q6_K:
     case T_IQ4_XS: {
         unsigned sub = ty == T_IQ4_XS ? 32 : 16, ns = 256 / sub;
-        int lo = ty == T_Q6_K ? -128 : -32, hi = ty == T_Q6_K ? 127 : 31, k[16];
+        int lo, hi, k[16];
+        scale_range(ty, &lo, &hi);
         float sv[16];
         uint16_t dh;
         for (unsigned i = 0; i < ns; i++) sv[i] = f32_of(qsrc_scale(q, col + sub * i));
@@ -424,16 +528,7 @@ static qtk_status exp_block(int ty, const qsrc *q, const ectx *x, size_t col, ui
             if (f[j] < qlo || f[j] > qhi)
                 return block_err(x, "holds the field %d at column %zu; %s holds %d..%d", f[j], col + j, x->type, qlo, qhi);
         if (ty == T_IQ4_XS) {
-            qtk__st16(o, dh);
-            unsigned sh = 0;
-            memset(o + 4, 0, 4);
-            for (unsigned b = 0; b < 8; b++) {
-                unsigned ls = (unsigned)(k[b] + 32);
-                o[4 + b / 2] |= (uint8_t)((ls & 15u) << (4 * (b % 2)));
-                sh |= (ls >> 4) << (2 * b);
-                seq_to_split(f + 32 * b, o + 8 + 16 * b, 16);
-            }
-            qtk__st16(o + 2, (uint16_t)sh);
+            for (unsigned b = 0; b < 8; b++) seq_to_split(f + 32 * b, o + 8 + 16 * b, 16);
         } else if (ty == T_Q6_K) {
             memset(o, 0, 192);
             for (unsigned e = 0; e < 256; e++) {
@@ -441,29 +536,94 @@ static qtk_status exp_block(int ty, const qsrc *q, const ectx *x, size_t col, ui
                 o[64 * h + 32 * (g & 1) + l] |= (uint8_t)((u & 15u) << (g < 2 ? 0 : 4));
                 o[128 + 32 * h + l] |= (uint8_t)((u >> 4) << (2 * g));
             }
-            for (unsigned i = 0; i < 16; i++) o[192 + i] = (uint8_t)(int8_t)k[i];
-            qtk__st16(o + 208, dh);
         } else {
-            memset(o, 0, 108);
+            memset(o, 0, 96);
             for (unsigned e = 0; e < 256; e++) {
                 unsigned h = e / 128, j = (e / 32) % 4, l = e % 32;
                 o[32 + 32 * h + l] |= (uint8_t)(((unsigned)f[e] & 3u) << (2 * j));
                 if (f[e] >= 0) o[l] |= (uint8_t)(1u << (e / 32));
             }
-            for (unsigned i = 0; i < 16; i++) {
-                unsigned S = (unsigned)(k[i] + 32);
-                o[96 + (i < 8 ? i : i - 8)] |= (uint8_t)((S & 15u) << (i < 8 ? 0 : 4));
-                o[96 + 8 + i % 4] |= (uint8_t)((S >> 4) << (2 * (i / 4)));
-            }
-            qtk__st16(o + 108, dh);
         }
+        encode_scales(ty, dh, k, o);
+        /* a block whose f16 d underflowed to 0 keeps sub-scales its values no longer show:
+         * the file's own scale bytes, recorded, come back (when they give these values) */
+        if (rec) apply_record(ty, sv, rec, o);
         return QTK_OK;
     }
     default: return qtk__err(QTK_E_INTERNAL, "no exporter for ggml type %d", ty);
     }
 }
 
-qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *dst) {
+/* Parses a qtk:gguf_scales value, "BLOCK:HEX,BLOCK:HEX,..." with blocks in increasing order. */
+static qtk_status parse_records(int ty, const char *text, const char *name, scale_record **out, size_t *n) {
+    *out = NULL;
+    *n = 0;
+    if (!text || !*text) return QTK_OK;
+    size_t off, len, cap = 1;
+    scale_part(ty, &off, &len);
+    for (const char *p = text; *p; p++) cap += *p == ',';
+    scale_record *r = calloc(cap, sizeof *r);
+    if (!r) return qtk__err(QTK_E_NOMEM, "out of memory");
+    const char *p = text;
+    size_t k = 0;
+    while (*p) {
+        char *end;
+        unsigned long long b = strtoull(p, &end, 10);
+        bool ok = end != p && *end == ':' && (k == 0 || b > r[k - 1].block);
+        p = end + (ok ? 1 : 0);
+        for (size_t i = 0; ok && i < len; i++) {
+            int hi = p[0] >= '0' && p[0] <= '9' ? p[0] - '0' : p[0] >= 'a' && p[0] <= 'f' ? p[0] - 'a' + 10 : -1;
+            int lo = hi < 0 ? -1 : p[1] >= '0' && p[1] <= '9' ? p[1] - '0' : p[1] >= 'a' && p[1] <= 'f' ? p[1] - 'a' + 10 : -1;
+            ok = lo >= 0;
+            if (ok) r[k].bytes[i] = (uint8_t)(hi << 4 | lo), p += 2;
+        }
+        ok = ok && (*p == ',' || *p == '\0');
+        if (!ok) {
+            free(r);
+            return qtk__err(QTK_E_FORMAT, "metadata '" QTK__META_GGUF_SCALES "%s' is not BLOCK:HEX,... (%zu scale bytes each)", name,
+                            len);
+        }
+        r[k++].block = (size_t)b;
+        if (*p == ',') p++;
+    }
+    *out = r;
+    *n = k;
+    return QTK_OK;
+}
+
+qtk_status qtk__gguf_scale_records(uint32_t type, const uint8_t *data, size_t nblocks, char **out) {
+    *out = NULL;
+    const gguf_type *gt = qtk__gguf_type(type);
+    int ty = (int)type;
+    if (!gt || (ty != T_Q3_K && ty != T_Q6_K && ty != T_IQ4_XS)) return QTK_OK;
+    size_t off, len, n = 0, cap = 0;
+    scale_part(ty, &off, &len);
+    char *s = NULL;
+    for (size_t b = 0; b < nblocks; b++) {
+        const uint8_t *blk = data + b * gt->bytes;
+        if (qtk__gguf_scales_come_back(type, blk)) continue;
+        char item[64];
+        int k = snprintf(item, sizeof item, "%s%zu:", n ? "," : "", b);
+        for (size_t i = 0; i < len; i++) k += snprintf(item + k, sizeof item - (size_t)k, "%02x", blk[off + i]);
+        if (n + (size_t)k + 1 > cap) {
+            size_t nc = cap ? 2 * cap : 256;
+            while (nc < n + (size_t)k + 1) nc *= 2;
+            char *g = realloc(s, nc);
+            if (!g) {
+                free(s);
+                return qtk__err(QTK_E_NOMEM, "out of memory");
+            }
+            s = g, cap = nc;
+        }
+        memcpy(s + n, item, (size_t)k + 1);
+        n += (size_t)k;
+    }
+    *out = s;
+    return QTK_OK;
+}
+
+qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *dst,
+                            const char *records) {
     const gguf_type *gt = qtk__gguf_type(type);
     qtk_layout L;
     qtk_status st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
@@ -479,19 +639,24 @@ qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8
                 return qtk__err(QTK_E_VALUE, "tensor '%s': lookup table entry %zu is %g, not ggml's IQ4_NL codebook value %g", t->name, i,
                                 (double)f32_of(bytes + L.table_offset + 4 * i), (double)k[i]);
     }
+    scale_record *rec = NULL;
+    size_t n_rec = 0, next = 0, block = 0;
+    st = parse_records((int)type, records, t->name, &rec, &n_rec);
+    if (st) return st;
     qsrc q;
     qsrc_init(&q, &t->scheme, &L, bytes);
     size_t last = L.shape[L.rank - 1], rows = last ? L.numel / last : 0;
     ectx x = {t->name, gt->name, 0, 0};
-    for (size_t r = 0; r < rows; r++) {
+    for (size_t r = 0; r < rows && !st; r++) {
         qsrc_row(&q, r);
         x.row = r;
-        for (size_t c = 0; c < last; c += gt->blck) {
+        for (size_t c = 0; c < last && !st; c += gt->blck, block++) {
             x.col = c;
-            st = exp_block((int)type, &q, &x, c, dst);
-            if (st) return st;
+            const scale_record *br = next < n_rec && rec[next].block == block ? &rec[next++] : NULL;
+            st = exp_block((int)type, &q, &x, c, dst, br);
             dst += gt->bytes;
         }
     }
-    return QTK_OK;
+    free(rec);
+    return st;
 }

@@ -111,7 +111,15 @@ int qtk__gguf_choose(const qtk_ckpt_tensor *t, const char *hint, bool *companion
 /* Converts a quantized tensor's qtk bytes into `type` blocks at dst (exactly
  * numel / blck x bytes); data-dependent conditions (a field out of the type's range, scales a
  * K-quant cannot hold) are errors naming the block. */
-qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *dst);
+/* records: the tensor's qtk:gguf_scales value, or NULL (see io/checkpoint.h). */
+qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *dst,
+                            const char *records);
+/* true when exporting the block's sub-scales (decoded as the reader does) gives its scale
+ * bytes back; Q3_K, Q6_K and IQ4_XS only (others: true). */
+bool qtk__gguf_scales_come_back(uint32_t type, const uint8_t *blk);
+/* The qtk:gguf_scales value for nblocks ggml blocks (malloc'ed), or NULL when every block's
+ * scale bytes come back by themselves. */
+qtk_status qtk__gguf_scale_records(uint32_t type, const uint8_t *data, size_t nblocks, char **out);
 
 /* the writer's entries in qtk__gguf_ops (gguf_write.c) */
 qtk_status qtk__gguf_begin(qtk__ckpt_writer *w);

@@ -285,7 +285,11 @@ qtk_status qtk__gguf_begin(qtk__ckpt_writer *w) {
     qtk_status st = plan_tensors(w, g, &n_infos, &any_quant);
     gguf_text kvb = {0}, h = {0};
     qtk__arena tmp = {0};
+    if (!st && (n_infos > QTK_CKPT_MAX_TENSORS))
+        st = qtk__err(QTK_E_UNSUPPORTED, "%zu tensor infos; qtk reads at most %d from one GGUF file", n_infos, QTK_CKPT_MAX_TENSORS);
     if (!st) st = build_kvs(d, any_quant, &kvb, &n_kv, &g->align, &tmp);
+    if (!st && n_kv > QTK_CKPT_MAX_TENSORS)
+        st = qtk__err(QTK_E_UNSUPPORTED, "%zu KV records; qtk reads at most %d from one GGUF file", n_kv, QTK_CKPT_MAX_TENSORS);
     if (!st) {
         out_bytes(&h, "GGUF", 4);
         out_u32(&h, 3);
@@ -340,7 +344,13 @@ qtk_status qtk__gguf_put(qtk__ckpt_writer *w, const uint8_t *bytes, size_t len) 
         g->cap = g->buf ? wt->gbytes : 0;
         if (!g->buf) return qtk__err(QTK_E_NOMEM, "out of memory for tensor '%s' (%zu bytes)", t->name, wt->gbytes);
     }
-    qtk_status st = qtk__gguf_export((uint32_t)wt->type, t, bytes, g->buf);
+    /* recorded scale bytes of blocks whose d underflowed (qtk:gguf_scales:NAME) */
+    const char *records = NULL;
+    size_t pl = strlen(QTK__META_GGUF_SCALES);
+    for (size_t i = 0; i < w->desc->n_meta && !records; i++)
+        if (strncmp(w->desc->meta[i].key, QTK__META_GGUF_SCALES, pl) == 0 && strcmp(w->desc->meta[i].key + pl, t->name) == 0)
+            records = w->desc->meta[i].value;
+    qtk_status st = qtk__gguf_export((uint32_t)wt->type, t, bytes, g->buf, records);
     if (!st) st = write_padded(w, g->buf, wt->gbytes, g->align);
     if (!st && wt->comp) {
         qtk_layout L;

@@ -235,7 +235,16 @@ static void hub_free(qtk__hub *h, bool close_shards) {
 
 static void hub_close(void *impl) { hub_free(impl, true); }
 
-static const qtk__ckpt_virt hub_virt = {hub_load, hub_release, hub_drop_pages, hub_offset_of, hub_close};
+static qtk_status hub_status(const qtk_ckpt *c) {
+    const qtk__hub *h = c->impl;
+    for (size_t s = 0; s < h->n_shards; s++) {
+        qtk_status st = qtk_ckpt_status(h->shard[s]);
+        if (st) return st;
+    }
+    return QTK_OK;
+}
+
+static const qtk__ckpt_virt hub_virt = {hub_load, hub_release, hub_drop_pages, hub_offset_of, hub_close, hub_status};
 
 const qtk__hub *hub_of(const qtk_ckpt *c) { return c && c->virt == &hub_virt ? c->impl : NULL; }
 
@@ -326,6 +335,14 @@ static qtk_status detect(qtk__hub *h, qtk_hub_layout forced) {
                           "compressed-tensors, fp8, bitsandbytes): the tensors are listed as stored",
                           method);
     }
+    /* written by qtk as the tensors they are (qtk:layout "none"), whatever their names say */
+    bool as_is = h->n_shards > 0;
+    for (size_t s = 0; s < h->n_shards; s++) as_is = as_is && h->shard[s]->desc.stored_as_is;
+    if (as_is) {
+        h->layout = QTK_LAYOUT_NONE;
+        h->detected_by = "qtk:layout metadata (the tensors as stored)";
+        return QTK_OK;
+    }
     const hub_conv *found = NULL;
     const char *found_why = NULL;
     for (size_t i = 0; i < N_CONVS; i++) {
@@ -348,6 +365,34 @@ static qtk_status detect(qtk__hub *h, qtk_hub_layout forced) {
     snprintf(why, sizeof why, "tensor names (%.120s)", found_why);
     h->detected_by = qtk__arena_strdup(&h->arena, why);
     return h->detected_by ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
+}
+
+/* A Hub layout the names of d's tensors would be read as (by the sniffing above), or NULL:
+ * what a writer of stored tensors marks as qtk:layout "none" so that they read back as they
+ * were written. */
+const char *qtk__hub_names_suggest(const qtk__desc *d) {
+    qtk__hub h;
+    memset(&h, 0, sizeof h);
+    h.raw = calloc(d->n_tensors ? d->n_tensors : 1, sizeof *h.raw);
+    h.by_name = malloc((d->n_tensors ? d->n_tensors : 1) * sizeof *h.by_name);
+    const char *found = NULL;
+    if (h.raw && h.by_name) {
+        for (size_t i = 0; i < d->n_tensors; i++) {
+            h.raw[i] = (hub_raw){&d->tensors[i], 0, i, false};
+            h.by_name[i] = &h.raw[i];
+        }
+        h.n_raw = d->n_tensors;
+        qsort(h.by_name, h.n_raw, sizeof *h.by_name, cmp_raw);
+        for (size_t i = 0; i < N_CONVS && !found; i++) {
+            const char *why = NULL;
+            if (convs[i]->sniff(&h, &why)) found = convs[i]->name;
+        }
+    } else {
+        found = "(out of memory: assume one)";
+    }
+    free(h.raw);
+    free(h.by_name);
+    return found;
 }
 
 /* ---- building the logical checkpoint ---- */
@@ -387,6 +432,8 @@ static qtk_status order_and_describe(qtk__hub *h) {
         if (st) break;
         t->has_param_id = p->has_param_id;
         t->param_id = p->param_id;
+        t->value_shape = p->value_shape;
+        t->value_rank = p->value_rank;
         h->item[i] = p->item;
     }
     free(k);

@@ -56,9 +56,13 @@ typedef struct qtk__hub_write_opts {
     int force;                  /* replace existing output files */
     qtk__hub_notice_fn notice;   /* optional: per-tensor remarks (e.g. an inexact global scale) */
     void *ctx;
+    const volatile sig_atomic_t *cancel; /* optional: cancels the commit when set */
 } qtk__hub_write_opts;
 
 typedef struct qtk__hub_writer qtk__hub_writer;
+
+/* The Hub layout (its name) the tensor names of d would be read as, or NULL. */
+const char *qtk__hub_names_suggest(const qtk__desc *d);
 
 /* true if layout can store tensor t (its scheme); else false with the reason in why. */
 bool qtk__hub_can_hold(qtk_hub_layout layout, const qtk_ckpt_tensor *t, char *why, size_t cap);

@@ -200,7 +200,7 @@ static qtk_status fold_weight(qtk__hub *h, const char *x, hub_raw *w, hub_raw *a
     /* the table: qtk's nf4 when the stored map is it bit for bit, else the stored one */
     qtk_scheme tab;
     memset(&tab, 0, sizeof tab);
-    s = qtk__ckpt_resolve_table(&tab, hub_bytes(h, qm), 16, nf4 ? "nf4" : "bnb_fp4");
+    s = qtk__ckpt_resolve_table(h->self, &tab, hub_bytes(h, qm), 16, nf4 ? "nf4" : "bnb_fp4");
     if (s) return qtk__err_context(s, "'%s.quant_map'", x);
     /* Blocks lie within rows when the last dim is a multiple of B (and of 8, for whole words). */
     bool rows = b.rank == 1 || (b.rank > 1 && b.shape[b.rank - 1] % B == 0 && b.shape[b.rank - 1] % 8 == 0);
@@ -212,6 +212,12 @@ static qtk_status fold_weight(qtk__hub *h, const char *x, hub_raw *w, hub_raw *a
     } else {
         shape[0] = n;
         pd.rank = 1;
+        /* the values keep the quant_state's shape (a dequantized tensor takes it) */
+        size_t *vs = hub_alloc(h, (size_t)(b.rank ? b.rank : 1) * sizeof *vs);
+        if (!vs) return qtk__err(QTK_E_NOMEM, "out of memory");
+        memcpy(vs, b.shape, (size_t)b.rank * sizeof *vs);
+        pd.value_shape = vs;
+        pd.value_rank = b.rank;
     }
     pd.shape = shape;
     s = hub_scheme(&pd.scheme, "q4f,table=%s,block=%zu:f32", tab.table, B);

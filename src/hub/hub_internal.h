@@ -63,6 +63,8 @@ typedef struct hub_pending {
     hub_item item;
     bool has_param_id;
     uint64_t param_id;
+    const size_t *value_shape; /* optional: the values' shape when it is not shape (in the arena) */
+    int value_rank;
 } hub_pending;
 
 typedef struct hub_conv hub_conv;

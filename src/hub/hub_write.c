@@ -46,6 +46,7 @@ struct qtk__hub_writer {
     qtk__buf scratch;
     qtk__arena arena;
     int force;
+    const volatile sig_atomic_t *cancel;
 };
 
 bool qtk__hub_out_is_dir(const char *out) {
@@ -163,6 +164,7 @@ static qtk_status plan_descs(qtk__hub_writer *w) {
         wshard *s = &w->sh[k];
         for (size_t i = 0; i < d->n_meta && !st; i++) st = qtk__desc_add_meta(&s->desc, d->meta[i].key, d->meta[i].value);
         if (!w->conv) {
+            s->desc.stored_as_is = d->stored_as_is;
             if (k == 0)
                 for (size_t i = 0; i < d->n_scalars && !st; i++) st = qtk__desc_add_scalar(&s->desc, &d->scalars[i]);
             for (size_t i = 0; i < d->n_tensors && !st; i++) {
@@ -312,9 +314,66 @@ static bool exists(const char *dir, const char *name) {
     return e;
 }
 
-/* Refuses to replace files without force, before anything is created. */
+/* What the new directory replaces of an old one: its checkpoint (shards, indexes) and the
+ * configs that describe it. Everything else in it (a tokenizer, a README) is carried over. */
+static bool checkpoint_file(const char *name) {
+    return qtk__has_suffix(name, ".safetensors") || qtk__has_suffix(name, ".safetensors.index.json") ||
+           strcmp(name, "config.json") == 0 || strcmp(name, "hf_quant_config.json") == 0;
+}
+
+/* A checkpoint file in dir other than self (a shard, an index), or NULL; malloc'ed. */
+static char *other_checkpoint(const char *dir, const char *self) {
+    DIR *d = opendir(dir);
+    if (!d) return NULL;
+    char *found = NULL;
+    for (struct dirent *e; !found && (e = readdir(d));) {
+        const char *nm = e->d_name;
+        if (nm[0] == '.' || strstr(nm, ".qtk-tmp-") || strstr(nm, ".qtk-old-") || strcmp(nm, self) == 0) continue;
+        if (qtk__has_suffix(nm, ".safetensors") || qtk__has_suffix(nm, ".safetensors.index.json")) found = qtk__strdup(nm);
+    }
+    closedir(d);
+    return found;
+}
+
+/* Refuses, before anything is created: config files beside a single file where other
+ * checkpoints would read them too (they decide how every safetensors file of the directory
+ * reads), and replacing files without force. */
 static qtk_status check_targets(qtk__hub_writer *w) {
+    if (!w->is_dir && (w->config_text || w->hfq_text)) {
+        const char *self = strrchr(w->out, '/') ? strrchr(w->out, '/') + 1 : w->out;
+        char *other = other_checkpoint(w->cfg_dir, self);
+        if (other) {
+            qtk_status st = qtk__err(QTK_E_ARG,
+                                     "'%s': layout %s puts %s beside the file, and '%s/%s' would read it too (a "
+                                     "directory's config.json describes every checkpoint in it): write to a directory of "
+                                     "its own (a path without an extension, such as '%.*s/')",
+                                     w->out, qtk_hub_layout_name(w->layout),
+                                     w->hfq_text && w->config_text ? "config.json and hf_quant_config.json"
+                                     : w->hfq_text                 ? "hf_quant_config.json"
+                                                                   : "config.json",
+                                     w->cfg_dir, other, (int)(strlen(self) - strlen(".safetensors")), self);
+            free(other);
+            return st;
+        }
+    }
     if (w->force) return QTK_OK;
+    if (w->is_dir) {
+        /* the new directory replaces the old one's checkpoint as a whole */
+        DIR *d = opendir(w->out);
+        char *found = NULL;
+        for (struct dirent *e; d && !found && (e = readdir(d));)
+            if (e->d_name[0] != '.' && !strstr(e->d_name, ".qtk-tmp-") && checkpoint_file(e->d_name))
+                found = qtk__strdup(e->d_name);
+        if (d) closedir(d);
+        if (found) {
+            qtk_status st = qtk__err(QTK_E_IO,
+                                     "'%s/%s' exists; it is replaced only with force (--force), and then with the rest of "
+                                     "the checkpoint in '%s'",
+                                     w->out, found, w->out);
+            free(found);
+            return st;
+        }
+    }
     const char *dir = w->is_dir ? w->out : w->cfg_dir;
     const char *files[3] = {w->config_text ? "config.json" : NULL, w->hfq_text ? "hf_quant_config.json" : NULL,
                             w->index ? "model.safetensors.index.json" : NULL};
@@ -376,53 +435,22 @@ static qtk_status open_files(qtk__hub_writer *w) {
         s->path = w->is_dir ? qtk__path_join(w->tmpdir, s->name) : qtk__strdup(w->out);
         if (!s->path) return qtk__err(QTK_E_NOMEM, "out of memory");
         st = qtk__ckpt_writer_open_ops(s->path, &qtk__safetensors_ops, &s->desc, w->is_dir ? 0 : w->force, &s->w);
+        qtk__ckpt_writer_set_cancel(s->w, w->cancel);
     }
     return st;
 }
 
-static qtk_status write_text(const char *dir, const char *name, const char *text, int force) {
-    if (!text) return QTK_OK;
+/* A config file or the index as a temporary beside its target, for qtk__commit_files. */
+static qtk_status open_text(const char *dir, const char *name, const char *text, int force, qtk__afile *a) {
     char *p = qtk__path_join(dir, name);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
-    qtk_status st = qtk_file_write_atomic(p, text, strlen(text), force);
+    qtk_status st = qtk__afile_open(a, p, force);
     free(p);
+    if (!st) st = qtk__afile_write(a, text, strlen(text));
+    if (!st) st = qtk__afile_finish(a);
     return st;
 }
 
-/* Moves the finished temporary directory's files to the target directory. */
-static qtk_status move_into_place(qtk__hub_writer *w) {
-    size_t n = strlen(w->out);
-    char *target = qtk__strdup(w->out);
-    if (!target) return qtk__err(QTK_E_NOMEM, "out of memory");
-    while (n > 1 && target[n - 1] == '/') target[--n] = '\0';
-    qtk_status st = QTK_OK;
-    struct stat sb;
-    if (stat(target, &sb) != 0) {
-        qtk__temp_dir_untrack(w->tmpdir);
-        if (rename(w->tmpdir, target) != 0) {
-            st = qtk__err(QTK_E_IO, "cannot rename the output directory into '%s': %s", target, strerror(errno));
-            qtk__temp_dir_track(w->tmpdir);
-        } else {
-            free(w->tmpdir);
-            w->tmpdir = NULL;
-        }
-        free(target);
-        return st;
-    }
-    DIR *d = opendir(w->tmpdir);
-    if (!d) st = qtk__err(QTK_E_IO, "cannot read '%s': %s", w->tmpdir, strerror(errno));
-    for (struct dirent *e; !st && (e = readdir(d));) {
-        if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0) continue;
-        char *a = qtk__path_join(w->tmpdir, e->d_name), *b = qtk__path_join(target, e->d_name);
-        if (!a || !b) st = qtk__err(QTK_E_NOMEM, "out of memory");
-        else if (rename(a, b) != 0) st = qtk__err(QTK_E_IO, "cannot move '%s' into '%s': %s", a, target, strerror(errno));
-        free(a);
-        free(b);
-    }
-    if (d) closedir(d);
-    free(target);
-    return st;
-}
 
 /* ---- the writer ---- */
 
@@ -483,6 +511,7 @@ qtk_status qtk__hub_writer_open(const char *out, const qtk__desc *d, const qtk__
     w->layout = l;
     w->conv = hub_conv_of(l);
     w->force = o->force;
+    w->cancel = o->cancel;
     w->is_dir = qtk__hub_out_is_dir(out);
     w->out = qtk__strdup(out);
     w->wt = calloc(d->n_tensors ? d->n_tensors : 1, sizeof *w->wt);
@@ -541,18 +570,47 @@ qtk_status qtk__hub_writer_commit(qtk__hub_writer *w) {
     if (!w) return qtk__err(QTK_E_ARG, "qtk__hub_writer_commit: writer is NULL");
     qtk_status st = QTK_OK;
     if (w->next != w->d->n_tensors) st = qtk__err(QTK_E_ARG, "only %zu of %zu tensors were written", w->next, w->d->n_tensors);
+    /* every file complete and synced as a temporary first: shards, index, configs */
+    qtk__afile *files = calloc(w->n_shards + 3, sizeof *files);
+    size_t nf = 0;
+    if (!st && !files) st = qtk__err(QTK_E_NOMEM, "out of memory");
     for (size_t k = 0; k < w->n_shards && !st; k++) {
-        st = qtk__ckpt_writer_commit(w->sh[k].w);
+        st = qtk__ckpt_writer_finish(w->sh[k].w, &files[nf]);
         w->sh[k].w = NULL;
+        if (!st) nf++;
     }
     const char *dir = w->is_dir ? w->tmpdir : w->cfg_dir;
     int force = w->is_dir ? 0 : w->force;
-    if (!st) st = write_text(dir, "model.safetensors.index.json", w->index ? w->index_text : NULL, force);
-    if (!st) st = write_text(dir, "hf_quant_config.json", w->hfq_text, force);
-    if (!st) st = write_text(dir, "config.json", w->config_text, force);
-    if (!st && w->is_dir) st = move_into_place(w);
-    if (st && !w->is_dir)
-        for (size_t k = 0; k < w->n_shards; k++) unlink(w->sh[k].path); /* the file was committed: take it back */
+    const char *names[3] = {"model.safetensors.index.json", "hf_quant_config.json", "config.json"};
+    const char *texts[3] = {w->index ? w->index_text : NULL, w->hfq_text, w->config_text};
+    for (int i = 0; i < 3 && !st; i++) {
+        if (!texts[i]) continue;
+        st = open_text(dir, names[i], texts[i], force, &files[nf]);
+        nf++;
+    }
+    if (st) {
+        for (size_t i = 0; i < nf; i++) qtk__afile_abort(&files[i]);
+    } else {
+        /* then moved into place together: the files of one output, or the directory */
+        sigset_t mask;
+        qtk__signals_hold(&mask);
+        st = qtk__commit_files(files, nf, w->cancel);
+        if (!st && w->is_dir) {
+            size_t n = strlen(w->out);
+            char *target = qtk__strdup(w->out);
+            if (!target) st = qtk__err(QTK_E_NOMEM, "out of memory");
+            while (target && n > 1 && target[n - 1] == '/') target[--n] = '\0';
+            if (!st) st = qtk__dir_replace(w->tmpdir, target, checkpoint_file, w->cancel);
+            struct stat sb;
+            if (!st && stat(w->tmpdir, &sb) != 0) { /* gone: the directory is in place */
+                free(w->tmpdir);
+                w->tmpdir = NULL;
+            }
+            free(target);
+        }
+        qtk__signals_release(&mask);
+    }
+    free(files);
     writer_free(w);
     return st;
 }

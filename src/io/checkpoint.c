@@ -34,6 +34,16 @@ qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc) {
     return QTK_OK;
 }
 
+qtk_status qtk__ckpt_reserve_loc(qtk_ckpt *c, size_t n) {
+    if (n <= c->cap_loc) return QTK_OK;
+    if (n > SIZE_MAX / sizeof *c->loc) return qtk__err(QTK_E_NOMEM, "out of memory for %zu tensor locations", n);
+    qtk__ckpt_loc *l = realloc(c->loc, n * sizeof *l);
+    if (!l) return qtk__err(QTK_E_NOMEM, "out of memory for %zu tensor locations", n);
+    c->loc = l;
+    c->cap_loc = n;
+    return QTK_OK;
+}
+
 /* The format of c's map: the first whose sniff accepts the bytes, else the one its name's
  * extension names (so the format's parser explains what is wrong). */
 static qtk_status open_map(qtk_ckpt *c, const qtk__ckpt_ops *const *formats, size_t n) {
@@ -57,6 +67,7 @@ static qtk_status open_map(qtk_ckpt *c, const qtk__ckpt_ops *const *formats, siz
     c->fmt = ops->fmt;
     c->ops = ops;
     qtk_status st = ops->parse(c);
+    if (qtk__map_faulted(&c->map)) return qtk__map_check(&c->map, c->name); /* the header went while read */
     if (st) return qtk__err_context(st, "%s '%s'", ops->name, c->name);
     c->facts.file_bytes = c->map.len;
     return QTK_OK;
@@ -105,6 +116,12 @@ qtk_status qtk__ckpt_open_buffer(const void *data, size_t len, const char *name,
     return QTK_OK;
 }
 
+qtk_status qtk_ckpt_status(const qtk_ckpt *c) {
+    if (!c) return qtk__err(QTK_E_ARG, "qtk_ckpt_status: checkpoint is NULL");
+    if (c->virt) return c->virt->status ? c->virt->status(c) : QTK_OK;
+    return qtk__map_check(&c->map, c->name);
+}
+
 void qtk__ckpt_retain(qtk_ckpt *c) { atomic_fetch_add(&c->refs, 1); }
 
 void qtk__ckpt_release(qtk_ckpt *c) {
@@ -113,6 +130,7 @@ void qtk__ckpt_release(qtk_ckpt *c) {
     if (c->ops && c->ops->close) c->ops->close(c);
     qtk__map_close(&c->map);
     qtk__desc_free(&c->desc);
+    qtk__ckpt_release_tables(c); /* after the description naming them */
     free(c->loc);
     free(c->by_name);
     free(c->name);
@@ -310,6 +328,27 @@ qtk_status qtk__ckpt_writer_commit(qtk__ckpt_writer *w) {
     free(w->offsets);
     free(w);
     return st;
+}
+
+qtk_status qtk__ckpt_writer_finish(qtk__ckpt_writer *w, qtk__afile *out) {
+    memset(out, 0, sizeof *out);
+    if (!w) return qtk__err(QTK_E_ARG, "qtk__ckpt_writer_finish: writer is NULL");
+    qtk_status st = QTK_OK;
+    if (w->next != w->desc->n_tensors)
+        st = qtk__err(QTK_E_ARG, "only %zu of %zu tensors were written", w->next, w->desc->n_tensors);
+    if (!st) st = qtk__afile_finish(&w->file);
+    if (st) {
+        qtk__ckpt_writer_abort(w);
+        return st;
+    }
+    *out = w->file;
+    memset(&w->file, 0, sizeof w->file); /* the caller's now */
+    qtk__ckpt_writer_abort(w);
+    return QTK_OK;
+}
+
+void qtk__ckpt_writer_set_cancel(qtk__ckpt_writer *w, const volatile sig_atomic_t *cancel) {
+    if (w) w->file.cancel = cancel;
 }
 
 void qtk__ckpt_writer_abort(qtk__ckpt_writer *w) {

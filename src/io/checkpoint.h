@@ -21,6 +21,8 @@
 
 #include "qtk_ckpt.h"
 
+#include <signal.h>
+
 #include "io/arena.h"
 
 #include <stdbool.h>
@@ -30,6 +32,11 @@
  * tensor it copies from a GGUF file and the GGUF writer takes it as the hint for which ggml
  * type to write, so GGUF -> bpk -> GGUF gives the same ggml types and bytes. */
 #define QTK__META_FILE_TYPE "qtk:file_type:"
+/* "qtk:gguf_scales:NAME": the scale bytes of the Q3_K / Q6_K / IQ4_XS blocks of tensor NAME
+ * whose f16 d underflowed to 0 (their sub-scales no longer show in the values), as
+ * "BLOCK:HEX,..." — carried by convert so that writing the GGUF type again gives the file's
+ * bytes back (docs/gguf.md). */
+#define QTK__META_GGUF_SCALES "qtk:gguf_scales:"
 
 typedef struct qtk__kv {
     const char *key, *value;
@@ -43,6 +50,9 @@ typedef struct qtk__desc {
     size_t n_meta, cap_meta;
     qtk_ckpt_scalar *scalars;
     size_t n_scalars, cap_scalars;
+    /* The tensors are stored tensors whatever their names suggest (a Hub layout's suffixes):
+     * safetensors writes and reads it as the metadata "qtk:layout" = "none". */
+    bool stored_as_is;
     qtk__arena arena;
 } qtk__desc;
 
@@ -58,6 +68,8 @@ qtk_status qtk__desc_add_quantized(qtk__desc *d, const char *name, const qtk_sch
 /* Appends a copy of t (its name, kind, type, shape, param id and file type). */
 qtk_status qtk__desc_add_copy(qtk__desc *d, const qtk_ckpt_tensor *t, qtk_ckpt_tensor **out);
 qtk_status qtk__desc_add_meta(qtk__desc *d, const char *key, const char *value);
+/* Room for n tensors in all (a parser that knows its count: no doubling slack). */
+qtk_status qtk__desc_reserve(qtk__desc *d, size_t n);
 qtk_status qtk__desc_add_scalar(qtk__desc *d, const qtk_ckpt_scalar *s);
 
 /* Bytes of numel elements; an error when numel x bits is not a whole number of bytes
@@ -78,6 +90,7 @@ void qtk__ckpt_drop_pages(qtk_ckpt *c, const qtk_ckpt_view *v);
 
 typedef struct qtk__ckpt_writer qtk__ckpt_writer;
 struct qtk__ckpt_ops;
+struct qtk__afile;
 
 /* Starts writing desc (kept alive by the caller until commit or abort) in the format ops
  * implements to path: validates it for the format (names unique, dtypes and schemes
@@ -91,6 +104,12 @@ qtk_status qtk__ckpt_writer_put(qtk__ckpt_writer *w, const void *bytes, size_t l
 /* Checks every tensor was written, flushes, renames into place, frees w. On error nothing
  * is left behind. */
 qtk_status qtk__ckpt_writer_commit(qtk__ckpt_writer *w);
+/* The same up to the rename: the file is complete and synced, and handed to *out (a finished
+ * qtk__afile, still a temporary) for the caller to commit with others (qtk__commit_files);
+ * frees w. On error nothing is left behind. */
+qtk_status qtk__ckpt_writer_finish(qtk__ckpt_writer *w, struct qtk__afile *out);
+/* A flag that cancels the commit when set (checked before the rename). */
+void qtk__ckpt_writer_set_cancel(qtk__ckpt_writer *w, const volatile sig_atomic_t *cancel);
 /* Discards the output and frees w (NULL is fine). */
 void qtk__ckpt_writer_abort(qtk__ckpt_writer *w);
 

@@ -35,6 +35,8 @@ typedef struct qtk__ckpt_virt {
     void (*drop_pages)(qtk_ckpt *c, size_t i);
     size_t (*offset_of)(const qtk_ckpt *c, size_t i);
     void (*close)(void *impl);
+    /* QTK_OK while the files under it are intact (qtk_ckpt_status) */
+    qtk_status (*status)(const qtk_ckpt *c);
 } qtk__ckpt_virt;
 
 typedef struct qtk__named {
@@ -58,6 +60,9 @@ struct qtk_ckpt {
     const qtk__ckpt_virt *virt; /* a logical checkpoint's own loader (hub.c), else NULL */
     void *impl;           /* its state (virt->close frees it) */
     qtk__named *by_name;  /* tensors sorted by name (qtk_ckpt_find), built when first needed */
+    /* the file tables its lookup tensors name, one reference each (luts.c) */
+    char (*tables)[QTK_TABLE_NAME_MAX];
+    size_t n_tables, cap_tables;
 };
 
 struct qtk__ckpt_writer {
@@ -126,8 +131,12 @@ qtk_status qtk__ckpt_add_loc(qtk_ckpt *c, const qtk__ckpt_loc *loc);
  * Burn's scheme nor a file has to name a table qtk knows. This names the table the entries
  * are: `hint` if that table has exactly these entries, else a built-in one that does, else
  * `hint` registered with them if no table has that name yet, else a table registered under
- * a name derived from the entries ("lut-" + 16 hex digits). */
-qtk_status qtk__ckpt_resolve_table(qtk_scheme *s, const uint8_t *entries, size_t n, const char *hint);
+ * a name derived from the entries ("lut-" + 16 hex digits). Tables registered so are c's:
+ * counted file tables, released with c (qtk__ckpt_release_tables, when c is freed). */
+/* Room for n tensor locations (see qtk__desc_reserve). */
+qtk_status qtk__ckpt_reserve_loc(qtk_ckpt *c, size_t n);
+qtk_status qtk__ckpt_resolve_table(qtk_ckpt *c, qtk_scheme *s, const uint8_t *entries, size_t n, const char *hint);
+void qtk__ckpt_release_tables(qtk_ckpt *c);
 
 
 

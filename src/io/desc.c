@@ -8,6 +8,16 @@
 
 void qtk__desc_init(qtk__desc *d) { memset(d, 0, sizeof *d); }
 
+qtk_status qtk__desc_reserve(qtk__desc *d, size_t n) {
+    if (n <= d->cap_tensors) return QTK_OK;
+    if (n > SIZE_MAX / sizeof *d->tensors) return qtk__err(QTK_E_NOMEM, "out of memory for %zu tensors", n);
+    qtk_ckpt_tensor *t = realloc(d->tensors, n * sizeof *t);
+    if (!t) return qtk__err(QTK_E_NOMEM, "out of memory for %zu tensors", n);
+    d->tensors = t;
+    d->cap_tensors = n;
+    return QTK_OK;
+}
+
 void qtk__desc_free(qtk__desc *d) {
     if (!d) return;
     free(d->tensors);

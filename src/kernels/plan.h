@@ -82,17 +82,25 @@ static inline void qtk__plan_row(const qtk__plan *p, size_t r, qtk__row *ri) {
 
 /* ---- element codecs (the reference) ---- */
 
+/* Where q lies against the midpoint of the f32 values a < b, exactly: -1 below (nearer a),
+ * 0 on it, 1 above (nearer b). 2q is exact in double; a + b is s + e exactly (TwoSum), and a
+ * double q2 != s is on the same side of s + e as of s, since |e| is at most half the spacing
+ * of doubles at s. (Distances |q - a| in double are not exact: 0.5 + 2^-143 rounds to 0.5.) */
+static inline int qtk__mid_side(float q, float a, float b) {
+    double x = a, y = b, s = x + y, yy = s - x, e = (x - (s - yy)) + (y - yy), q2 = 2.0 * (double)q;
+    if (q2 != s) return q2 < s ? -1 : 1;
+    return e > 0 ? -1 : e < 0 ? 1 : 0;
+}
+
 /* Index of the table entry nearest q (lowest index on a tie), distances compared exactly. */
 static inline uint32_t qtk__lookup_nearest(const qtk__plan *p, float q) {
-    double qd = q < p->tmin ? (double)p->tmin : q > p->tmax ? (double)p->tmax : (double)q;
+    float qc = q < p->tmin ? p->tmin : q > p->tmax ? p->tmax : q;
     uint32_t best = 0;
-    double bd = fabs(qd - (double)p->table[0]);
     for (size_t i = 1; i < p->table_n; i++) {
-        double d = fabs(qd - (double)p->table[i]);
-        if (d < bd) {
-            bd = d;
-            best = (uint32_t)i;
-        }
+        float t = p->table[i], b = p->table[best];
+        if (t == b) continue; /* a tie: the lower index stays */
+        int side = t < b ? qtk__mid_side(qc, t, b) : qtk__mid_side(qc, b, t);
+        if (t < b ? side < 0 : side > 0) best = (uint32_t)i;
     }
     return best;
 }

@@ -134,12 +134,16 @@ static bool lookup_enc_init(const qtk__plan *p, lookup_enc *le) {
     for (size_t k = 0; k + 1 < n; k++) {
         float a = p->table[idx[k]], b = p->table[idx[k + 1]];
         if (!(a < b)) return false;
-        double mid = ((double)a + (double)b) / 2; /* exact */
-        float m = (float)mid;
-        bool exact = (double)m == mid;
-        if ((double)m > mid) m = nextafterf(m, -INFINITY); /* largest f32 <= mid */
-        /* a tie at an exactly representable midpoint goes to the lower table index */
-        if (exact && idx[k + 1] < idx[k]) m = nextafterf(m, -INFINITY);
+        /* t[k]: the largest f32 that stays with a (below the exact midpoint, or on it when a
+         * has the lower table index), found from a float near it with the reference's test */
+        bool up_on_tie = idx[k + 1] < idx[k];
+        float m = (float)(((double)a + (double)b) / 2);
+        if (m < a) m = a;
+        if (m > b) m = b;
+#define QTK__GOES_UP(q) (qtk__mid_side((q), a, b) > 0 || (qtk__mid_side((q), a, b) == 0 && up_on_tie))
+        while (m > a && QTK__GOES_UP(m)) m = nextafterf(m, -INFINITY);
+        while (m < b && !QTK__GOES_UP(nextafterf(m, INFINITY))) m = nextafterf(m, INFINITY);
+#undef QTK__GOES_UP
         le->t[k] = m;
     }
     le->n = (int)n - 1;

@@ -112,7 +112,9 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const unsigned MR, co
                 isum = mvi_add(isum, mvi_madd1(h));
             }
         }
-        facc[i][A] = mvf_fma(mvf_from_i(isum), mvf_mul(ws, mvf_loadu(xs[i])), facc[i][A]);
+        /* the block scale clamped to +-FLT_MAX, NaN kept: a zero block under a scale near
+         * FLT_MAX gives 0, not 0 x inf = NaN (see mm_int.c) */
+        facc[i][A] = mvf_fma(mvf_from_i(isum), mvf_clamp_finite(mvf_mul(ws, mvf_loadu(xs[i]))), facc[i][A]);
     }
 }
 

@@ -9,6 +9,7 @@
  *     acc  = acc + isum * d
  * and y = acc + bias. The only approximation beyond f32 rounding is x ≈ s_b * q, which is
  * off by at most s_b / 2 per element: the bound in qtk_matmul.h follows. */
+#include <float.h>
 #include "mm.h"
 
 #include <math.h>
@@ -93,7 +94,11 @@ void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
                 } else {
                     for (size_t k = k0; k < k1; k++) isum += wint(w, row, k) * q[k];
                 }
+                /* d can overflow under a weight scale near FLT_MAX; isum = 0 must give 0, not
+                 * 0 x inf = NaN (|isum| >= 1 overflows anyway): d clamped, NaN kept */
                 float d = ws[b] * s[b];
+                if (d > FLT_MAX) d = FLT_MAX;
+                else if (d < -FLT_MAX) d = -FLT_MAX;
                 float prod = (float)isum * d;
                 acc = acc + prod;
             }

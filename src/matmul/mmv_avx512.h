@@ -7,6 +7,7 @@
 #define QTK_MMV_AVX512_H
 
 #include <immintrin.h>
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -40,6 +41,8 @@ MV_AI mvf mvf_bcast(const float *p) { return _mm512_set1_ps(*p); }
 MV_AI mvf mvf_add(mvf a, mvf b) { return _mm512_add_ps(a, b); }
 MV_AI mvf mvf_mul(mvf a, mvf b) { return _mm512_mul_ps(a, b); }
 MV_AI mvf mvf_fma(mvf a, mvf b, mvf c) { return _mm512_fmadd_ps(a, b, c); }
+/* v clamped to +-FLT_MAX, NaN kept (min/max return their second operand on NaN) */
+MV_AI mvf mvf_clamp_finite(mvf v) { return _mm512_max_ps(_mm512_set1_ps(-FLT_MAX), _mm512_min_ps(_mm512_set1_ps(FLT_MAX), v)); }
 MV_AI float mvf_hsum(mvf v) {
     __m256 h = _mm256_add_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));

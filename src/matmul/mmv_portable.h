@@ -13,6 +13,7 @@
 
 #include "../numfmt/scalar.h"
 
+#include <float.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -192,6 +193,12 @@ MV_AI mvi mvi_load_n(const void *p, size_t n) {
 MV_AI void mvi_storeu(void *p, mvi v) { memcpy(p, &v, sizeof v); }
 MV_AI mvi mvi_and(mvi a, mvi b) { return a & b; }
 MV_AI mvi mvi_or(mvi a, mvi b) { return a | b; }
+/* v clamped to +-FLT_MAX, NaN kept (a NaN compares false both ways) */
+MV_AI mvf mvf_clamp_finite(mvf v) {
+    const mvf hi = mvf_set1(FLT_MAX), lo = mvf_set1(-FLT_MAX);
+    mvi up = (mvi)(v > hi), dn = (mvi)(v < lo);
+    return mvf_bits((mvi_bits(v) & ~(up | dn)) | (mvi_bits(hi) & up) | (mvi_bits(lo) & dn));
+}
 MV_AI mvi mvi_xor(mvi a, mvi b) { return a ^ b; }
 MV_AI mvi mvi_add(mvi a, mvi b) { return (mvi)((mvu_)a + (mvu_)b); }
 MV_AI mvi mvi_sub(mvi a, mvi b) { return (mvi)((mvu_)a - (mvu_)b); }

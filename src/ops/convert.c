@@ -10,6 +10,7 @@
 #include "common/internal.h"
 
 #include "ckpt/writer.h"
+#include "gguf/gguf.h"
 #include "hub/hub.h"
 #include "io/values.h"
 
@@ -27,20 +28,54 @@ static int cmp_hint(const void *a, const void *b) {
     return strcmp(((const file_type_hint *)a)->name, ((const file_type_hint *)b)->name);
 }
 
-/* The input's "qtk:file_type:NAME" metadata, sorted by NAME (NULL when there is none). */
-static file_type_hint *hints_of(const qtk__desc *in, size_t *n) {
-    size_t pl = strlen(QTK__META_FILE_TYPE), k = 0;
+/* The input's "PREFIX NAME" metadata ("qtk:file_type:NAME"), sorted by NAME (NULL when there
+ * is none). */
+static file_type_hint *prefixed_of(const qtk__desc *in, const char *prefix, size_t *n) {
+    size_t pl = strlen(prefix), k = 0;
     *n = 0;
-    for (size_t i = 0; i < in->n_meta; i++) k += strncmp(in->meta[i].key, QTK__META_FILE_TYPE, pl) == 0;
+    for (size_t i = 0; i < in->n_meta; i++) k += strncmp(in->meta[i].key, prefix, pl) == 0;
     if (!k) return NULL;
     file_type_hint *h = malloc(k * sizeof *h);
     if (!h) return NULL;
     k = 0;
     for (size_t i = 0; i < in->n_meta; i++)
-        if (strncmp(in->meta[i].key, QTK__META_FILE_TYPE, pl) == 0) h[k++] = (file_type_hint){in->meta[i].key + pl, in->meta[i].value};
+        if (strncmp(in->meta[i].key, prefix, pl) == 0) h[k++] = (file_type_hint){in->meta[i].key + pl, in->meta[i].value};
     qsort(h, k, sizeof *h, cmp_hint);
     *n = k;
     return h;
+}
+
+static file_type_hint *hints_of(const qtk__desc *in, size_t *n) { return prefixed_of(in, QTK__META_FILE_TYPE, n); }
+
+static qtk_status add_prefixed_meta(qtk_writer *w, const char *prefix, const char *name, const char *value) {
+    char *key = malloc(strlen(prefix) + strlen(name) + 1);
+    if (!key) return qtk__err(QTK_E_NOMEM, "out of memory");
+    strcpy(key, prefix);
+    strcat(key, name);
+    qtk_status st = qtk_writer_add_meta(w, key, value);
+    free(key);
+    return st;
+}
+
+/* The scale bytes of Q3_K/Q6_K/IQ4_XS blocks whose f16 d underflowed, for each such tensor
+ * kept as it is: read from a GGUF input's blocks, or carried from an earlier conversion. */
+static qtk_status scale_records(qtk_ckpt *c, const qtk__decision *dec, qtk_writer *w) {
+    const qtk__desc *in = qtk__ckpt_desc(c);
+    size_t nr = 0;
+    file_type_hint *carried = prefixed_of(in, QTK__META_GGUF_SCALES, &nr);
+    qtk_status st = QTK_OK;
+    for (size_t i = 0; i < in->n_tensors && !st; i++) {
+        const qtk_ckpt_tensor *t = &in->tensors[i];
+        if (dec[i].act != QTK_ACT_KEEP || !t->quantized) continue;
+        char *rec = NULL;
+        st = qtk__gguf_tensor_scale_records(c, i, &rec);
+        file_type_hint key = {t->name, NULL}, *f = nr && !rec ? bsearch(&key, carried, nr, sizeof *carried, cmp_hint) : NULL;
+        const char *v = rec ? rec : f ? f->type : NULL;
+        if (!st && v) st = add_prefixed_meta(w, QTK__META_GGUF_SCALES, t->name, v);
+        free(rec);
+    }
+    free(carried);
+    return st;
 }
 
 /* Only quantized tensors need one: a scheme can have several ggml types (q8f,block=32:f16 is
@@ -58,6 +93,10 @@ static const char *hint_for(const qtk_ckpt_tensor *t, const file_type_hint *h, s
 static void out_tensor(const qtk_ckpt_tensor *t, const qtk__decision *d, const char *hint, qtk_ckpt_tensor *o) {
     *o = (qtk_ckpt_tensor){.name = t->name, .rank = t->rank, .shape = t->shape, .has_param_id = t->has_param_id,
                            .param_id = t->param_id};
+    if (t->value_shape && (d->act == QTK_ACT_QUANTIZE || d->act == QTK_ACT_DEQUANTIZE)) {
+        o->shape = t->value_shape; /* new bytes take the values' shape (bitsandbytes' quant_state) */
+        o->rank = t->value_rank;
+    }
     if (d->act == QTK_ACT_QUANTIZE) o->quantized = true, o->scheme = d->scheme;
     else if (d->act == QTK_ACT_DEQUANTIZE || d->act == QTK_ACT_CAST) o->elem = d->elem;
     else if (t->quantized) o->quantized = true, o->scheme = t->scheme, o->file_type = hint; /* a GGUF writer's hint */
@@ -112,8 +151,10 @@ static qtk_status plan(qtk_ckpt *c, const qtk__select *sel, bool cast, qtk_write
     free(hints);
     for (size_t i = 0; i < in->n_meta && !st; i++) {
         if (strncmp(in->meta[i].key, QTK__META_FILE_TYPE, strlen(QTK__META_FILE_TYPE)) == 0) continue; /* renewed below */
+        if (strncmp(in->meta[i].key, QTK__META_GGUF_SCALES, strlen(QTK__META_GGUF_SCALES)) == 0) continue; /* likewise */
         st = qtk_writer_add_meta(w, in->meta[i].key, in->meta[i].value);
     }
+    if (!st) st = scale_records(c, dec, w);
     /* formats without a place for a ggml type carry it as metadata */
     const qtk__desc *out = qtk__writer_desc(w);
     for (size_t i = 0; i < out->n_tensors && !gguf_out && !st; i++) {
@@ -174,7 +215,7 @@ static qtk_status transform(job *j, const qtk_ckpt_tensor *t, const qtk_ckpt_ten
     } else if (d->act == QTK_ACT_DEQUANTIZE) {
         /* the stored convention's own formula where qtk's scheme is only within an ulp of it */
         st = qtk__hub_dequantize(j->c, v->index, v, qtk__dtype_of_elem(ot->elem), j->work.p);
-    } else if (t->quantized && !requant) {
+    } else if (t->quantized && !requant && !t->value_shape) {
         /* re-quantize: qtk_convert works a slab at a time from the tensor's bytes */
         qtk_tensor *qt = NULL, *nt = NULL;
         st = qtk_tensor_wrap(v->data, v->len, t->shape, t->rank, &t->scheme, NULL, NULL, &qt);
@@ -187,7 +228,7 @@ static qtk_status transform(job *j, const qtk_ckpt_tensor *t, const qtk_ckpt_ten
         st = qtk__values_f32(t, v->data, &j->f32, &x);
         /* decoded into a copy: the input's pages are not needed while quantizing */
         if (!st && (const void *)x != (const void *)v->data) qtk__ckpt_drop_pages(j->c, v);
-        if (!st) st = qtk_quantize_into(x, t->shape, t->rank, &d->scheme, &qo, j->work.p, ot->nbytes);
+        if (!st) st = qtk_quantize_into(x, ot->shape, ot->rank, &d->scheme, &qo, j->work.p, ot->nbytes);
         /* equal to qtk_convert's result (quantize of the dequantized values), with x kept to
          * measure what the re-quantization cost */
         if (!st && requant) st = report_requant(j, t, ot, x, j->work.p);
@@ -224,7 +265,7 @@ qtk_status qtk_ckpt_convert(const char *in, const char *out, const qtk_convert_o
     qtk_status st = qtk_convert_check(&o);
     if (st) return st;
     qtk_write_options wo = {.format = o.format, .layout = o.layout, .max_shard_bytes = o.max_shard_bytes, .force = o.force,
-                            .notice = o.event ? notice_event : NULL, .ctx = &o};
+                            .notice = o.event ? notice_event : NULL, .ctx = &o, .cancel = o.cancel};
     qtk_writer *w = NULL;
     st = qtk_writer_create(out, &wo, &w);
     if (st) return st;
@@ -260,10 +301,20 @@ qtk_status qtk_ckpt_convert(const char *in, const char *out, const qtk_convert_o
         const qtk_ckpt_tensor *t = &din->tensors[i], *ot = &dout->tensors[i];
         qtk_ckpt_view v;
         st = qtk_ckpt_load(j.c, i, &v);
-        if (st) break;
+        if (st) {
+            qtk_status fs = qtk_ckpt_status(j.c); /* a truncated input explains it better */
+            if (fs) st = fs;
+            break;
+        }
         const uint8_t *bytes = NULL;
         st = transform(&j, t, ot, &dec[i], &v, &bytes);
-        if (!st) st = qtk_writer_write(w, bytes, ot->nbytes);
+        /* what was read is the file's only while the file is intact (a truncated input's
+         * lost pages read as zeros): checked before the bytes are written, and after, since a
+         * write from the map itself fails on them instead (EFAULT) */
+        qtk_status fs = qtk_ckpt_status(j.c);
+        if (!st && !fs) st = qtk_writer_write(w, bytes, ot->nbytes);
+        if (!fs) fs = qtk_ckpt_status(j.c);
+        if (fs) st = fs;
         qtk_ckpt_unload(j.c, &v);
         /* what the files hold: a GGUF tensor's bytes in its ggml layout, not qtk's */
         s0.in_bytes += t->file_type && t->file_bytes ? t->file_bytes : t->nbytes;

@@ -134,14 +134,22 @@ qtk_status qtk_ckpt_eval(const char *path, const qtk_eval_options *opts, qtk_eva
         }
         qtk_ckpt_view v;
         st = qtk_ckpt_load(c, i, &v);
-        if (st) break;
+        if (st) {
+            qtk_status fs = qtk_ckpt_status(c); /* a truncated input explains it better */
+            if (fs) st = fs;
+            break;
+        }
         const float *x = NULL;
         st = qtk__values_f32(t, v.data, &f32, &x);
         if (!st && (const void *)x != (const void *)v.data) qtk__ckpt_drop_pages(c, &v);
         size_t row = r->n_rows;
-        if (!st) st = add_row(r, t);
+        qtk_ckpt_tensor tv = *t; /* measured on the values' shape (bitsandbytes: the matrix's) */
+        if (t->value_shape) tv.shape = t->value_shape, tv.rank = t->value_rank;
+        if (!st) st = add_row(r, &tv);
         for (size_t j = 0; j < r->n_cols && !st; j++)
-            st = measure(t, x, &r->cols[j], o->threads, &q, &y, &r->cells[row * r->n_cols + j]);
+            st = measure(&tv, x, &r->cols[j], o->threads, &q, &y, &r->cells[row * r->n_cols + j]);
+        qtk_status fs = qtk_ckpt_status(c); /* the values measured were the file's */
+        if (fs) st = fs;
         qtk_ckpt_unload(c, &v);
         pi.done++;
         pi.bytes_done += t->nbytes;

@@ -112,7 +112,12 @@ static bool matches(const regex_t *re, const char *name) { return regexec(re, na
 
 static bool candidate(const qtk_ckpt_tensor *t) { return t->quantized || qtk_elem_is_float(t->elem); }
 
-static bool big_enough(const qtk__select *s, const qtk_ckpt_tensor *t) { return t->rank >= 2 && t->numel >= s->min_numel; }
+/* the rank of the values (a bitsandbytes weight held flattened has its matrix's) */
+static int value_rank(const qtk_ckpt_tensor *t) { return t->value_shape ? t->value_rank : t->rank; }
+
+static bool big_enough(const qtk__select *s, const qtk_ckpt_tensor *t) {
+    return value_rank(t) >= 2 && t->numel >= s->min_numel;
+}
 
 bool qtk__select_eligible(const qtk__select *s, const qtk_ckpt_tensor *t) {
     if (!candidate(t)) return false;
@@ -174,7 +179,7 @@ void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__dec
     }
     if (s->dflt.kind == QTK__TARGET_SCHEME && !big_enough(s, t)) {
         d->reason = QTK_WHY_SMALL;
-        if (t->rank < 2) snprintf(d->why, sizeof d->why, "rank %d", t->rank);
+        if (value_rank(t) < 2) snprintf(d->why, sizeof d->why, "rank %d", value_rank(t));
         else snprintf(d->why, sizeof d->why, "%zu elements < %zu", t->numel, s->min_numel);
         return;
     }

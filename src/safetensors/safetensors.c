@@ -156,9 +156,13 @@ static qtk_status build(qtk_ckpt *c, json_t *root, size_t hlen, qtk__arena *tmp)
     size_t data_start = 8 + hlen, data_len = c->map.len - data_start;
     json_t *meta = NULL;
     size_t n = 0, cap = json_object_size(root);
+    if (cap > (size_t)QTK_CKPT_MAX_TENSORS + 1)
+        return qtk__err(QTK_E_UNSUPPORTED, "the header has %zu entries; qtk reads at most %d tensors per file", cap,
+                        QTK_CKPT_MAX_TENSORS);
     st_entry *e = malloc((cap ? cap : 1) * sizeof *e);
     if (!e) return qtk__err(QTK_E_NOMEM, "out of memory");
-    qtk_status st = QTK_OK;
+    qtk_status st = qtk__desc_reserve(&c->desc, cap); /* no slack in the per-tensor arrays */
+    if (!st) st = qtk__ckpt_reserve_loc(c, cap);
     for (void *it = json_object_iter(root); it && !st;
          it = json_object_iter_next(root, it)) {
         const char *k = json_object_iter_key(it);
@@ -220,6 +224,21 @@ static qtk_status st_parse(qtk_ckpt *c) {
     if (hlen > len - 8)
         return qtk__err(QTK_E_FORMAT, "header length %llu runs past the end of the file (%zu bytes): truncated?",
                         (unsigned long long)hlen, len);
+    /* Every entry names its data_offsets: more than the limit are refused before the header
+     * is parsed, whose tree takes several hundred bytes per entry. */
+    size_t entries = 0;
+    const char *hp = (const char *)b + 8, *hend = hp + hlen;
+    static const char key[] = "\"data_offsets\"";
+    for (const char *q = hp; q && entries <= QTK_CKPT_MAX_TENSORS;) {
+        q = memchr(q, '"', (size_t)(hend - q));
+        if (!q) break;
+        if ((size_t)(hend - q) >= sizeof key - 1 && memcmp(q, key, sizeof key - 1) == 0) entries++, q += sizeof key - 1;
+        else q++;
+    }
+    if (entries > QTK_CKPT_MAX_TENSORS)
+        return qtk__err(QTK_E_UNSUPPORTED, "the header has more than %d tensor entries; qtk reads at most %d per file (shard "
+                        "larger checkpoints)",
+                        QTK_CKPT_MAX_TENSORS, QTK_CKPT_MAX_TENSORS);
     json_error_t jerr;
     json_t *root = json_loadb((const char *)b + 8, (size_t)hlen, JSON_REJECT_DUPLICATES, &jerr);
     if (!root)
@@ -318,6 +337,11 @@ static qtk_status build_header(qtk__ckpt_writer *w, json_t *root) {
         }
     }
     w->data_end = at;
+    size_t entries = json_object_size(root) - (json_object_get(root, "__metadata__") ? 1 : 0);
+    if (!st && entries > QTK_CKPT_MAX_TENSORS)
+        st = qtk__err(QTK_E_UNSUPPORTED, "%zu tensor entries (companions included); qtk reads at most %d from one "
+                      "safetensors file: write shards (--max-shard-size)",
+                      entries, QTK_CKPT_MAX_TENSORS);
     return st;
 }
 

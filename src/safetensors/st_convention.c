@@ -101,7 +101,7 @@ qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, c
     if (hint[0] && tab && tab->elem == QTK_ELEM_F32 && tab->rank == 1 &&
         (tab->numel == 4 || tab->numel == 16 || tab->numel == 256)) {
         qtk_scheme tmp;
-        qtk_status st = qtk__ckpt_resolve_table(&tmp, c->map.data + data_start + tab->begin, tab->numel, hint);
+        qtk_status st = qtk__ckpt_resolve_table(c, &tmp, c->map.data + data_start + tab->begin, tab->numel, hint);
         if (st) return qtk__err_context(st, "tensor '%s': table", nm);
         const char *p = strstr(spec, "table=");
         int k = snprintf(fixed, sizeof fixed, "%.*stable=%s%s", (int)(p - spec), spec, tmp.table, p + 6 + strcspn(p + 6, ","));
@@ -184,6 +184,10 @@ qtk_status qtk__st_read_metadata(qtk_ckpt *c, json_t *meta, const st_index *ix) 
         if (strcmp(k, QTK__META_CONVENTION) == 0) {
             if (strcmp(sv, QTK__CONVENTION_VERSION) != 0)
                 return qtk__err(QTK_E_UNSUPPORTED, "qtk convention version '%.20s'; this qtk reads version " QTK__CONVENTION_VERSION, sv);
+        } else if (strcmp(k, QTK__META_LAYOUT) == 0) {
+            if (strcmp(sv, "none") != 0)
+                return qtk__err(QTK_E_FORMAT, "metadata '" QTK__META_LAYOUT "' is '%.40s'; qtk writes only \"none\"", sv);
+            c->desc.stored_as_is = true;
         } else if (strncmp(k, QTK__META_SCHEME, strlen(QTK__META_SCHEME)) == 0) {
             const char *nm = k + strlen(QTK__META_SCHEME);
             if (!qtk__st_find(ix, nm, "")) return qtk__err(QTK_E_FORMAT, "metadata '%s' names no tensor", k);
@@ -257,6 +261,7 @@ qtk_status qtk__st_build_meta(const qtk__desc *d, json_t *meta) {
     bool any_q = false;
     for (size_t i = 0; i < d->n_tensors; i++) any_q |= d->tensors[i].quantized;
     if (any_q && !st) st = set_meta(meta, QTK__META_CONVENTION, "", QTK__CONVENTION_VERSION);
+    if (d->stored_as_is && !st) st = set_meta(meta, QTK__META_LAYOUT, "", "none");
     char buf[512];
     for (size_t i = 0; i < d->n_tensors && !st; i++) {
         const qtk_ckpt_tensor *t = &d->tensors[i];

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #define QTK__META_CONVENTION "qtk:convention"
+#define QTK__META_LAYOUT "qtk:layout" /* "none": the tensors as stored (qtk__desc.stored_as_is) */
 #define QTK__META_SCHEME "qtk:scheme:"
 #define QTK__META_SHAPE "qtk:shape:"
 #define QTK__META_PARAM "qtk:param_id:"

@@ -30,6 +30,17 @@ QTK_INTERNAL qtk_status qtk__table_find(const char *name, float *out, size_t *n)
 QTK_INTERNAL bool qtk__table_is_fit(const char *name);
 /* The entries a fit starts from: nf4 for 16 entries, evenly spaced in [-1, 1] otherwise. */
 QTK_INTERNAL void qtk__table_fit_seed(float *out, size_t n);
+/* Tables that came with a file (exported for libqtk_ckpt, which registers them per checkpoint:
+ * src/io/luts.c): counted references, so that each lives as long as the
+ * checkpoints (the readers) using it and no longer; qtk__table_find finds them beside the
+ * built-in and registered ones, which never go. acquire takes a reference to the file table
+ * called name, creating it with the n entries v when there is none; a name already held by a
+ * built-in, a registered table or a file table with other entries is QTK_E_ARG. release drops
+ * one reference; the table goes with the last. */
+QTK_PRIVATE_API qtk_status qtk__table_acquire(const char *name, const float *v, size_t n);
+QTK_PRIVATE_API void qtk__table_release(const char *name);
+/* 1 if name is a file table (acquired, not yet released), else 0. */
+QTK_PRIVATE_API int qtk__table_is_file(const char *name);
 
 static inline bool qtk__is_scale_dtype(qtk_dtype d) {
     return d == QTK_DTYPE_F32 || d == QTK_DTYPE_F16 || d == QTK_DTYPE_BF16 || d == QTK_DTYPE_UE8M0 ||

@@ -42,6 +42,20 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static table_entry user_tables[QTK_MAX_TABLES];
 static size_t n_user;
 
+/* file tables (qtk__table_acquire): any number, each with its reference count */
+typedef struct {
+    table_entry t;
+    size_t refs;
+} file_table;
+static file_table *file_tables;
+static size_t n_file, cap_file;
+
+static file_table *file_find(const char *lower) {
+    for (size_t i = 0; i < n_file; i++)
+        if (strcmp(file_tables[i].t.name, lower) == 0) return &file_tables[i];
+    return NULL;
+}
+
 static bool valid_name(const char *name, char *lower) {
     size_t n = strlen(name);
     if (n == 0 || n >= QTK_TABLE_NAME_MAX) return false;
@@ -94,6 +108,12 @@ qtk_status qtk__table_find(const char *name, float *out, size_t *n) {
             break;
         }
     }
+    const file_table *f = st ? file_find(lower) : NULL;
+    if (f) {
+        memcpy(out, f->t.v, f->t.n * sizeof(float));
+        *n = f->t.n;
+        st = QTK_OK;
+    }
     pthread_mutex_unlock(&lock);
     if (st) return qtk__err(st, "no lookup table named '%s' (built in: nf4, iq4nl; others must be registered with qtk_table_register)", name);
     return QTK_OK;
@@ -140,4 +160,66 @@ qtk_status qtk_table_get(const char *name, float *out, size_t cap, size_t *n) {
     *n = k;
     if (out) memcpy(out, tmp, (k < cap ? k : cap) * sizeof(float));
     return QTK_OK;
+}
+
+qtk_status qtk__table_acquire(const char *name, const float *v, size_t n) {
+    char lower[QTK_TABLE_NAME_MAX];
+    if (!name || !v || !valid_name(name, lower)) return qtk__err(QTK_E_ARG, "a file table needs a valid name");
+    if (n != 4 && n != 16 && n != 256) return qtk__err(QTK_E_ARG, "table '%s' has %zu entries", lower, n);
+    for (size_t i = 0; i < n; i++)
+        if (!qtk__isfinite(v[i])) return qtk__err(QTK_E_VALUE, "table '%s' entry %zu is not finite", lower, i);
+    if (builtin(lower)) return qtk__err(QTK_E_ARG, "table '%s' is built in", lower);
+    qtk_status st = QTK_OK;
+    pthread_mutex_lock(&lock);
+    bool user = false;
+    for (size_t i = 0; i < n_user && !user; i++) user = strcmp(user_tables[i].name, lower) == 0;
+    file_table *f = user ? NULL : file_find(lower);
+    if (user) {
+        st = qtk__err(QTK_E_ARG, "table '%s' is registered (qtk_table_register)", lower);
+    } else if (f) {
+        if (f->t.n == n && memcmp(f->t.v, v, n * sizeof(float)) == 0) f->refs++;
+        else st = qtk__err(QTK_E_ARG, "a file table named '%s' with other entries is in use", lower);
+    } else {
+        if (n_file == cap_file) {
+            size_t cap = cap_file ? 2 * cap_file : 8;
+            file_table *g = realloc(file_tables, cap * sizeof *g); /* the registry's own: plain malloc */
+            if (!g) st = qtk__err(QTK_E_NOMEM, "out of memory for table '%s'", lower);
+            else file_tables = g, cap_file = cap;
+        }
+        if (!st) {
+            f = &file_tables[n_file++];
+            memset(f, 0, sizeof *f);
+            memcpy(f->t.name, lower, sizeof lower);
+            f->t.n = n;
+            memcpy(f->t.v, v, n * sizeof(float));
+            f->refs = 1;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+    return st;
+}
+
+void qtk__table_release(const char *name) {
+    char lower[QTK_TABLE_NAME_MAX];
+    if (!name || !valid_name(name, lower)) return;
+    pthread_mutex_lock(&lock);
+    file_table *f = file_find(lower);
+    if (f && --f->refs == 0) {
+        *f = file_tables[--n_file]; /* order does not matter */
+        if (n_file == 0) {
+            free(file_tables);
+            file_tables = NULL;
+            cap_file = 0;
+        }
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+int qtk__table_is_file(const char *name) {
+    char lower[QTK_TABLE_NAME_MAX];
+    if (!name || !valid_name(name, lower)) return 0;
+    pthread_mutex_lock(&lock);
+    int r = file_find(lower) != NULL;
+    pthread_mutex_unlock(&lock);
+    return r;
 }
