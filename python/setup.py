@@ -44,7 +44,7 @@ else:
 ext = Extension(
     "qtk._qtk",
     sources=[os.path.join("src", f) for f in
-             ("module.c", "scheme.c", "tensor.c", "ckpt.c", "save.c", "convert.c", "matmul.c")],
+             ("module.c", "pool.c", "scheme.c", "tensor.c", "ckpt.c", "save.c", "convert.c", "matmul.c")],
     include_dirs=[numpy.get_include()],
     extra_compile_args=["-std=c11", "-fvisibility=hidden"] + cflags,
     extra_objects=extra_objects,

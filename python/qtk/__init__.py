@@ -41,8 +41,10 @@ from ._qtk import (
     matmul_path,
     open,
     quantize,
+    buffer_cache,
     register_table,
     save,
+    set_buffer_cache,
     set_isa,
     set_threads,
     status_names,
@@ -77,6 +79,8 @@ __all__ = [
     "get_threads",
     "register_table",
     "table",
+    "set_buffer_cache",
+    "buffer_cache",
     "status_names",
 ]
 

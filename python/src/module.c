@@ -302,6 +302,24 @@ static PyObject *m_table(PyObject *self, PyObject *arg) {
     return r;
 }
 
+static PyObject *m_set_buffer_cache(PyObject *self, PyObject *arg) {
+    (void)self;
+    Py_ssize_t v = PyLong_Check(arg) ? PyLong_AsSsize_t(arg) : -1;
+    if (v < 0) {
+        PyErr_Clear();
+        return qtkpy_fail(QTK_E_ARG, "set_buffer_cache takes a byte count >= 0");
+    }
+    return PyLong_FromSize_t(qtkpy_pool_set_limit((size_t)v));
+}
+
+static PyObject *m_buffer_cache(PyObject *self, PyObject *unused) {
+    (void)self;
+    (void)unused;
+    size_t blocks, bytes, max;
+    qtkpy_pool_stats(&blocks, &bytes, &max);
+    return Py_BuildValue("{s:n,s:n,s:n}", "blocks", (Py_ssize_t)blocks, "bytes", (Py_ssize_t)bytes, "limit", (Py_ssize_t)max);
+}
+
 static PyObject *m_live_tensors(PyObject *self, PyObject *unused) {
     (void)self;
     (void)unused;
@@ -344,6 +362,14 @@ static PyMethodDef methods[] = {
     {"table", m_table, METH_O, "table(name: str) -> numpy.ndarray\n\nThe entries of a lookup table as float32."},
     {"status_names", m_status_names, METH_NOARGS,
      "status_names() -> list[str]\n\nEvery value qtk.Error.status can take, 'QTK_OK' first."},
+    {"set_buffer_cache", m_set_buffer_cache, METH_O,
+     "set_buffer_cache(max_bytes: int) -> int\n\n"
+     "How many bytes of freed large buffers (tensor bytes qtk allocated, 1 MiB and more) the module keeps\n"
+     "for reuse, so that repeated quantize/convert calls of similar sizes write into memory that is\n"
+     "already mapped instead of faulting in fresh pages. 256 MiB by default; 0 keeps nothing (and frees\n"
+     "what is kept). Returns the previous limit."},
+    {"buffer_cache", m_buffer_cache, METH_NOARGS,
+     "buffer_cache() -> dict\n\nWhat the buffer cache holds: 'blocks', 'bytes', and its 'limit'."},
     {"_live_tensors", m_live_tensors, METH_NOARGS, "Number of qtk.Tensor objects alive (for leak tests)."},
     {"quantize", FN(qtkpy_quantize), METH_VARARGS | METH_KEYWORDS, qtkpy_quantize_doc},
     {"matmul", FN(qtkpy_matmul), METH_VARARGS | METH_KEYWORDS, qtkpy_matmul_doc},
@@ -371,6 +397,7 @@ static const char error_doc[] =
 PyMODINIT_FUNC PyInit__qtk(void);
 PyMODINIT_FUNC PyInit__qtk(void) {
     import_array();
+    qtkpy_pool_install(); /* before any allocation by the library */
     PyObject *m = PyModule_Create(&module);
     if (!m) return NULL;
     PyObject *dict = Py_BuildValue("{s:O,s:s}", "status", Py_None, "__module__", "qtk");

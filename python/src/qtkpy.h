@@ -112,6 +112,12 @@ PyObject *qtkpy_evaluate(PyObject *self, PyObject *args, PyObject *kw);
 extern const char qtkpy_quantize_doc[], qtkpy_matmul_doc[], qtkpy_matmul_path_doc[], qtkpy_open_doc[],
     qtkpy_save_doc[], qtkpy_convert_doc[], qtkpy_evaluate_doc[];
 
+/* ---- the allocator of the extension's libqtk (pool.c) ---- */
+
+void qtkpy_pool_install(void);
+size_t qtkpy_pool_set_limit(size_t max); /* returns the previous limit */
+void qtkpy_pool_stats(size_t *blocks, size_t *bytes, size_t *max);
+
 /* Live qtk.Tensor objects (for the leak tests). */
 extern Py_ssize_t qtkpy_live_tensors;
 

@@ -7,6 +7,7 @@ import sys
 import tracemalloc
 
 import numpy as np
+import pytest
 
 import qtk
 from conftest import weights
@@ -101,3 +102,25 @@ def test_checkpoint_reads_do_not_leak(tmp_path):
 
     grown, rss_grown, live = loop(2000, body)
     assert fds() == n0 and live == 0 and grown < 64 * 1024 and rss_grown < 4 << 20, (fds(), grown, rss_grown)
+
+
+def test_buffer_cache_is_bounded_and_reused():
+    prev = qtk.set_buffer_cache(8 << 20)
+    try:
+        x = weights((1024, 1024), seed=5)  # 4 MiB in, 4.5 MiB out: a pooled block
+        ref = qtk.quantize(x, "q8s,block=32:f32").tobytes()
+        r0 = rss()
+        for _ in range(50):
+            assert qtk.quantize(x, "q8s,block=32:f32").tobytes() == ref
+        c = qtk.buffer_cache()
+        assert c["limit"] == 8 << 20 and 1 <= c["blocks"] and c["bytes"] <= 8 << 20
+        assert rss() - r0 < 16 << 20
+        assert qtk.set_buffer_cache(0) == 8 << 20
+        assert qtk.buffer_cache() == {"blocks": 0, "bytes": 0, "limit": 0}
+        t = qtk.quantize(x, "q8s,block=32:f32")
+        del t
+        assert qtk.buffer_cache()["blocks"] == 0  # nothing kept with a limit of 0
+    finally:
+        qtk.set_buffer_cache(prev)
+    with pytest.raises(qtk.Error):
+        qtk.set_buffer_cache(-1)
