@@ -1,6 +1,7 @@
 #!/bin/sh
 # check-layout.sh — the rooms of src/ include each other in one direction only (no cycle),
-# and the CLI includes nothing but the public headers and its own. Run by test.sh.
+# and the CLI and the Python extension include nothing but the public headers and their own.
+# Run by test.sh.
 set -eu
 cd "$(dirname "$0")/.."
 edges=$(mktemp)
@@ -24,5 +25,11 @@ if [ -n "$bad" ]; then
     echo "$bad" >&2
     status=1
 fi
-[ "$status" -eq 0 ] && echo "check-layout: $(wc -l <"$edges") include edges between the rooms of src/, no cycle; the CLI uses the public headers only"
+bad=$(grep -n '^#[ \t]*include[ \t]*"' python/src/*.c python/src/*.h | grep -v -E '"(qtk|qtk_ckpt|qtk_matmul|qtkpy)\.h"' || true)
+if [ -n "$bad" ]; then
+    echo "check-layout: the Python extension must use the public headers only:" >&2
+    echo "$bad" | sed 's/^/  /' >&2
+    status=1
+fi
+[ "$status" -eq 0 ] && echo "check-layout: $(wc -l <"$edges") include edges between the rooms of src/, no cycle; the CLI and python/src use the public headers only"
 exit "$status"

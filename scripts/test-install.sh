@@ -1,7 +1,8 @@
 #!/bin/sh
 # test-install.sh — installs qtk into a temporary prefix with a multiarch libdir (as Debian
 # lays it out), then builds and runs examples/ against it the two ways a downstream project
-# does: find_package(qtk) and pkg-config. Run by test.sh.
+# does: find_package(qtk) and pkg-config; then pip-installs the Python package from python/
+# against that prefix and runs its tests on the installed copy. Run by test.sh.
 set -eu
 cd "$(dirname "$0")/.."
 jobs="$(nproc 2>/dev/null || echo 2)"
@@ -11,7 +12,8 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 
-cmake -S . -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DQTK_BUILD_TESTS=OFF -DCMAKE_INSTALL_LIBDIR="$libdir" >/dev/null
+cmake -S . -B "$work/build" -DCMAKE_BUILD_TYPE=Release -DQTK_BUILD_TESTS=OFF -DQTK_BUILD_PYTHON=OFF \
+    -DCMAKE_INSTALL_LIBDIR="$libdir" >/dev/null
 cmake --build "$work/build" -j "$jobs" >/dev/null
 cmake --install "$work/build" --prefix "$prefix" >/dev/null
 for f in include/qtk.h include/qtk_ckpt.h include/qtk_matmul.h include/qtk_version.h bin/qtk \
@@ -57,4 +59,26 @@ if command -v c++ >/dev/null 2>&1; then
     printf '#include <qtk.h>\n#include <qtk_matmul.h>\n#include <qtk_ckpt.h>\nint main() { return qtk_version() ? 0 : 1; }\n' >"$work/h.cc"
     c++ -std=c++11 -Wall -Werror -fsyntax-only $(pkg-config --cflags qtk-ckpt) "$work/h.cc"
 fi
-echo "test-install: installed to a $libdir prefix; examples built and run through find_package and pkg-config"
+
+# the Python package: pip finds the installed qtk through pkg-config (static libraries linked
+# in), into a directory of its own; the tests then run on that copy, not the build tree's.
+# pip builds in its source directory, so it gets a copy of python/.
+py=/usr/bin/python3
+cp -R python "$work/pysrc"
+rm -rf "$work/pysrc/build" "$work/pysrc"/*.egg-info
+"$py" -m pip install --no-build-isolation --no-deps --no-index --disable-pip-version-check --quiet \
+    --target "$work/site" "$work/pysrc" >"$work/pip.log" 2>&1 ||
+    { echo "test-install: pip install of python/ failed:" >&2; cat "$work/pip.log" >&2; exit 1; }
+for f in qtk/__init__.py qtk/_qtk.pyi qtk/py.typed; do
+    [ -e "$work/site/$f" ] || { echo "test-install: pip did not install $f" >&2; exit 1; }
+done
+ls "$work/site"/qtk/_qtk.*.so >/dev/null
+(cd "$work" && PYTHONPATH="$work/site" "$py" -c 'import qtk, sys; assert qtk.__file__.startswith(sys.argv[1]), qtk.__file__' "$work/site")
+repo="$(pwd)"
+(cd "$work" && PYTHONPATH="$work/site" PYTHONDONTWRITEBYTECODE=1 QTK_BIN="$prefix/bin/qtk" \
+    "$py" -m pytest -q -p no:cacheprovider "$repo/python/tests" >"$work/pytest.log" 2>&1) ||
+    { echo "test-install: the Python tests failed on the pip-installed package:" >&2; cat "$work/pytest.log" >&2; exit 1; }
+tail -1 "$work/pytest.log"
+
+echo "test-install: installed to a $libdir prefix; examples built and run through find_package and pkg-config;"
+echo "test-install: the Python package pip-installed against it and tested"

@@ -1,0 +1,268 @@
+/* scheme.c — qtk.Scheme: a parsed quantization scheme (a value, like qtk_scheme). */
+#include "qtkpy.h"
+
+#include <string.h>
+
+static int canonical(const qtk_scheme *s, char *buf, size_t cap) {
+    qtk_status st = qtk_scheme_format(s, buf, cap, NULL);
+    if (st) {
+        qtkpy_raise(st);
+        return -1;
+    }
+    return 0;
+}
+
+PyObject *qtkpy_scheme_new(const qtk_scheme *s) {
+    qtkpy_SchemeObject *o = PyObject_New(qtkpy_SchemeObject, &qtkpy_SchemeType);
+    if (o) o->s = *s;
+    return (PyObject *)o;
+}
+
+int qtkpy_scheme_conv(PyObject *o, void *out) {
+    qtk_scheme *s = out;
+    if (PyObject_TypeCheck(o, &qtkpy_SchemeType)) {
+        *s = ((qtkpy_SchemeObject *)o)->s;
+        return 1;
+    }
+    if (!PyUnicode_Check(o)) {
+        qtkpy_fail(QTK_E_ARG, "scheme must be a qtk.Scheme or a spec string such as 'nvfp4' or 'q4f,block=32:f16', not %s",
+                   Py_TYPE(o)->tp_name);
+        return 0;
+    }
+    const char *spec = PyUnicode_AsUTF8(o);
+    if (!spec) return qtkpy_rewrap("scheme"), 0;
+    qtk_status st = qtk_scheme_parse(spec, s);
+    if (st) return qtkpy_raise(st), 0;
+    return 1;
+}
+
+static PyObject *scheme_new(PyTypeObject *type, PyObject *args, PyObject *kw) {
+    static const char *kwlist[] = {"spec", NULL};
+    PyObject *spec;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O:Scheme", QTKPY_KW(kwlist), &spec)) return qtkpy_rewrap("Scheme");
+    qtk_scheme s;
+    if (!qtkpy_scheme_conv(spec, &s)) return NULL;
+    qtkpy_SchemeObject *o = (qtkpy_SchemeObject *)type->tp_alloc(type, 0);
+    if (o) o->s = s;
+    return (PyObject *)o;
+}
+
+static PyObject *scheme_str(PyObject *self) {
+    char buf[256];
+    if (canonical(&((qtkpy_SchemeObject *)self)->s, buf, sizeof buf)) return NULL;
+    return PyUnicode_FromString(buf);
+}
+
+static PyObject *scheme_repr(PyObject *self) {
+    char buf[256];
+    if (canonical(&((qtkpy_SchemeObject *)self)->s, buf, sizeof buf)) return NULL;
+    return PyUnicode_FromFormat("qtk.Scheme('%s')", buf);
+}
+
+static Py_hash_t scheme_hash(PyObject *self) {
+    PyObject *s = scheme_str(self);
+    if (!s) return -1;
+    Py_hash_t h = PyObject_Hash(s);
+    Py_DECREF(s);
+    return h;
+}
+
+static PyObject *scheme_richcompare(PyObject *a, PyObject *b, int op) {
+    if ((op != Py_EQ && op != Py_NE) || !PyObject_TypeCheck(a, &qtkpy_SchemeType)) Py_RETURN_NOTIMPLEMENTED;
+    qtk_scheme other;
+    if (PyObject_TypeCheck(b, &qtkpy_SchemeType)) other = ((qtkpy_SchemeObject *)b)->s;
+    else if (PyUnicode_Check(b)) {
+        const char *spec = PyUnicode_AsUTF8(b);
+        if (!spec) return NULL;
+        if (qtk_scheme_parse(spec, &other) != QTK_OK) {
+            qtk_clear_error();
+            return PyBool_FromLong(op == Py_NE); /* not a spec: not equal */
+        }
+    } else
+        Py_RETURN_NOTIMPLEMENTED;
+    int eq = qtk_scheme_equal(&((qtkpy_SchemeObject *)a)->s, &other);
+    return PyBool_FromLong(op == Py_EQ ? eq : !eq);
+}
+
+static int layout_of(PyObject *self, PyObject *shape, qtk_layout *L) {
+    qtkpy_shape sh;
+    if (!qtkpy_shape_conv(shape, &sh)) return -1;
+    qtk_status st = qtk_layout_compute(&((qtkpy_SchemeObject *)self)->s, sh.dims, sh.rank, L);
+    if (st) {
+        qtkpy_raise(st);
+        return -1;
+    }
+    return 0;
+}
+
+static PyObject *scheme_bits_per_element(PyObject *self, PyObject *shape) {
+    qtk_layout L;
+    if (layout_of(self, shape, &L)) return NULL;
+    return PyFloat_FromDouble(qtk_layout_bits_per_element(&L));
+}
+
+static PyObject *scheme_nbytes(PyObject *self, PyObject *shape) {
+    qtk_layout L;
+    if (layout_of(self, shape, &L)) return NULL;
+    return PyLong_FromSize_t(L.total_bytes);
+}
+
+static PyObject *scheme_layout(PyObject *self, PyObject *shape) {
+    qtk_layout L;
+    if (layout_of(self, shape, &L)) return NULL;
+    PyObject *grid = qtkpy_shape_tuple(L.grid, L.rank), *block = qtkpy_shape_tuple(L.block, L.rank);
+    PyObject *d = grid && block
+                      ? Py_BuildValue("{s:N,s:N,s:n,s:I,s:n,s:n,s:s,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:d}", "block", block,
+                                      "grid", grid, "numel", (Py_ssize_t)L.numel, "bits", L.bits, "value_bytes",
+                                      (Py_ssize_t)L.value_bytes, "n_scales", (Py_ssize_t)L.n_scales, "scale_dtype",
+                                      qtk_dtype_name(L.scale_dtype), "scale_bytes", (Py_ssize_t)L.scale_bytes,
+                                      "global_bytes", (Py_ssize_t)L.global_bytes, "table_bytes", (Py_ssize_t)L.table_bytes,
+                                      "scales_offset", (Py_ssize_t)L.scales_offset, "global_offset",
+                                      (Py_ssize_t)L.global_offset, "table_offset", (Py_ssize_t)L.table_offset,
+                                      "total_bytes", (Py_ssize_t)L.total_bytes, "bits_per_element",
+                                      qtk_layout_bits_per_element(&L))
+                      : NULL;
+    if (!d) {
+        Py_XDECREF(grid);
+        Py_XDECREF(block);
+    }
+    return d;
+}
+
+static PyObject *scheme_reduce(PyObject *self, PyObject *unused) {
+    (void)unused;
+    PyObject *s = scheme_str(self);
+    return s ? Py_BuildValue("(O(N))", (PyObject *)Py_TYPE(self), s) : NULL;
+}
+
+/* ---- properties ---- */
+
+static const qtk_scheme *S(PyObject *self) { return &((qtkpy_SchemeObject *)self)->s; }
+
+static PyObject *get_preset(PyObject *self, void *c) {
+    (void)c;
+    const char *p = qtk_scheme_preset_name(S(self));
+    if (!p) Py_RETURN_NONE;
+    return PyUnicode_FromString(p);
+}
+
+static PyObject *get_value(PyObject *self, void *c) {
+    (void)c;
+    return PyUnicode_FromString(qtk_value_name(S(self)->value));
+}
+
+static PyObject *get_bits(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromUnsignedLong(qtk_value_bits(S(self)->value));
+}
+
+static PyObject *get_mode(PyObject *self, void *c) {
+    (void)c;
+    return PyUnicode_FromString(S(self)->mode == QTK_MODE_LOOKUP ? "lookup" : "symmetric");
+}
+
+static PyObject *get_table(PyObject *self, void *c) {
+    (void)c;
+    if (S(self)->mode != QTK_MODE_LOOKUP) Py_RETURN_NONE;
+    return PyUnicode_FromString(S(self)->table);
+}
+
+static PyObject *get_store(PyObject *self, void *c) {
+    (void)c;
+    qtk_store st = S(self)->store;
+    return PyUnicode_FromString(st == QTK_STORE_NATIVE ? "native" : st == QTK_STORE_PACKED ? "packed" : "u32");
+}
+
+static PyObject *get_pack_dim(PyObject *self, void *c) {
+    (void)c;
+    return PyLong_FromLong(S(self)->pack_dim);
+}
+
+static PyObject *get_block(PyObject *self, void *c) {
+    (void)c;
+    const qtk_scheme *s = S(self);
+    if (!s->block_rank) Py_RETURN_NONE;
+    PyObject *t = PyTuple_New(s->block_rank);
+    for (int i = 0; t && i < s->block_rank; i++) {
+        PyObject *v = s->block[i] == QTK_BLOCK_WHOLE ? Py_NewRef(Py_None) : PyLong_FromUnsignedLong(s->block[i]);
+        if (!v) {
+            Py_DECREF(t);
+            return NULL;
+        }
+        PyTuple_SET_ITEM(t, i, v);
+    }
+    return t;
+}
+
+static PyObject *dtype_or_none(qtk_dtype d) {
+    if (d == QTK_DTYPE_NONE) Py_RETURN_NONE;
+    return PyUnicode_FromString(qtk_dtype_name(d));
+}
+
+static PyObject *get_block_dtype(PyObject *self, void *c) {
+    (void)c;
+    return dtype_or_none(S(self)->block_rank ? S(self)->block_dtype : QTK_DTYPE_NONE);
+}
+
+static PyObject *get_tensor_dtype(PyObject *self, void *c) {
+    (void)c;
+    const qtk_scheme *s = S(self);
+    /* without a block level the one scale is the tensor's: f32 unless tensor= says otherwise */
+    return dtype_or_none(!s->block_rank && s->tensor_dtype == QTK_DTYPE_NONE ? QTK_DTYPE_F32 : s->tensor_dtype);
+}
+
+static PyObject *get_two_level(PyObject *self, void *c) {
+    (void)c;
+    return PyBool_FromLong(qtk_scheme_is_two_level(S(self)));
+}
+
+static PyGetSetDef getset[] = {
+    {"preset", get_preset, NULL, "The preset this scheme equals ('nvfp4', 'mxfp4', 'mxfp8', 'nf4') or None.", NULL},
+    {"value", get_value, NULL, "The value type: 'q8f', 'q8s', 'q4f', 'q4s', 'q2f', 'q2s', 'e4m3', 'e5m2' or 'e2m1'.", NULL},
+    {"bits", get_bits, NULL, "Field width in bits (8, 4 or 2).", NULL},
+    {"mode", get_mode, NULL, "'symmetric' or 'lookup'.", NULL},
+    {"table", get_table, NULL, "The lookup table's name, or None for a symmetric scheme.", NULL},
+    {"store", get_store, NULL, "How fields are stored: 'u32' (Burn's default), 'native' or 'packed'.", NULL},
+    {"pack_dim", get_pack_dim, NULL, "The dimension fields are packed along, counted from the innermost (0 = last).", NULL},
+    {"block", get_block, NULL,
+     "The block's extents, outermost first (None for a '*' extent: the whole dimension), or None without a block level.",
+     NULL},
+    {"block_dtype", get_block_dtype, NULL, "The block scales' dtype ('f32', 'f16', 'bf16', 'ue8m0', 'ue4m3') or None.", NULL},
+    {"tensor_dtype", get_tensor_dtype, NULL, "The tensor-level scale's dtype (a per-tensor scheme's one scale, or a two-level global), or None.", NULL},
+    {"two_level", get_two_level, NULL, "True if the scheme has block scales under a tensor-wide global scale.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyMethodDef scheme_methods[] = {
+    {"bits_per_element", scheme_bits_per_element, METH_O,
+     "bits_per_element(shape) -> float\n\nStorage bits per element of a tensor of this shape, scales, global and table included."},
+    {"nbytes", scheme_nbytes, METH_O,
+     "nbytes(shape) -> int\n\nThe exact length of a tensor's bytes in Burn's layout (SPEC section 5) for this shape."},
+    {"layout", scheme_layout, METH_O,
+     "layout(shape) -> dict\n\nEverything the scheme implies for this shape: block extents and grid per dimension, the "
+     "number and dtype of scales, and the byte regions ([values][scales][global][table]) with their offsets."},
+    {"__reduce__", scheme_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static const char scheme_doc[] =
+    "Scheme(spec)\n\n"
+    "A quantization scheme of Burn's QuantScheme family, parsed from a spec string or preset:\n"
+    "'nvfp4', 'mxfp4', 'mxfp8', 'nf4', 'q4f,block=32:f16', 'e4m3,block=128x128:f32,store=native', ...\n"
+    "(the grammar is in qtk's README, 'Spec strings'). str() is the canonical spec, which parses back\n"
+    "to an equal scheme. Schemes compare equal to each other and to spec strings of the same scheme,\n"
+    "and are hashable. A bad spec raises qtk.Error (QTK_E_PARSE or QTK_E_SCHEME).";
+
+PyTypeObject qtkpy_SchemeType = {
+    PyVarObject_HEAD_INIT(NULL, 0).tp_name = "qtk.Scheme",
+    .tp_basicsize = sizeof(qtkpy_SchemeObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = scheme_doc,
+    .tp_new = scheme_new,
+    .tp_str = scheme_str,
+    .tp_repr = scheme_repr,
+    .tp_hash = scheme_hash,
+    .tp_richcompare = scheme_richcompare,
+    .tp_methods = scheme_methods,
+    .tp_getset = getset,
+};
