@@ -400,6 +400,9 @@ typedef void (*qtk_event_fn)(void *ctx, const qtk_convert_event *e);
  * the output format cannot hold as it is (GGUF has no ggml type for most schemes) is
  * dequantized to F32 with its values unchanged; one whose scheme was asked for is an error.
  * REGEX is POSIX extended and unanchored. */
+/* An importance matrix (see "Importance matrices" below). */
+typedef struct qtk_imatrix qtk_imatrix;
+
 typedef struct qtk_convert_options {
     const char *scheme;            /* a spec, a preset, "none", or NULL */
     const char *const *rules;      /* n_rules strings 'REGEX=SPEC' */
@@ -420,6 +423,12 @@ typedef struct qtk_convert_options {
     qtk_event_fn event;            /* optional */
     void *ctx;                     /* for progress and event */
     const volatile sig_atomic_t *cancel; /* optional: non-zero cancels (checked per tensor) */
+    /* Optional importance weights, with calibration mse (refused with the others, which would
+     * ignore them): each tensor quantized takes its entry (qtk_imatrix_lookup) as
+     * qtk_quantize_options.weights; a tensor with no entry is quantized unweighted and a
+     * NOTICE event names it; an entry whose columns (or experts) do not match the tensor's
+     * shape is an error. The matrix is only read, and must outlive the call. */
+    const qtk_imatrix *imatrix;
 } qtk_convert_options;
 
 /* What checks the options (regexes, specs, dtype, layout) without touching a file. */
@@ -453,6 +462,11 @@ typedef struct qtk_eval_options {
     qtk_progress_fn progress;
     void *ctx;
     const volatile sig_atomic_t *cancel;
+    /* Optional importance weights: columns under calibration mse quantize with each tensor's
+     * entry (as convert does), and every cell of a tensor with an entry also gets the
+     * weighted error (qtk_eval_cell.weighted). Tensors with no entry have row.weighted
+     * false. */
+    const qtk_imatrix *imatrix;
 } qtk_eval_options;
 
 typedef struct qtk_eval_report qtk_eval_report;
@@ -465,6 +479,12 @@ typedef struct qtk_eval_cell {
     double sum_sq_err;  /* sum of (x - x')^2 */
     double sum_sq_sig;  /* sum of x^2 */
     double max_abs;     /* max |x - x'| */
+    /* With an importance matrix (qtk_eval_options.imatrix) and an entry for the tensor: the
+     * sums above weighted by each element's importance w (its column's; per expert for
+     * [experts, out, in] tensors): sum of w (x - x')^2 and of w x^2. A total sums the
+     * weighted rows only. */
+    bool weighted;
+    double sum_w_sq_err, sum_w_sq_sig;
     char err[160];
 } qtk_eval_cell;
 
@@ -474,6 +494,7 @@ typedef struct qtk_eval_row {
     int rank;
     const size_t *shape;
     size_t numel;
+    bool weighted;       /* the importance matrix has an entry for it */
 } qtk_eval_row;
 
 typedef struct qtk_eval_column {
@@ -484,6 +505,7 @@ typedef struct qtk_eval_column {
 
 typedef struct qtk_eval_metrics {
     double bits_per_el, rmse, max_abs, sqnr_db; /* sqnr_db: +inf when exact */
+    double wsqnr_db; /* weighted SQNR, 10 log10(sum w x^2 / sum w (x - x')^2); NaN if not weighted */
 } qtk_eval_metrics;
 
 QTK_API qtk_status qtk_ckpt_eval(const char *path, const qtk_eval_options *o, qtk_eval_report **out);
@@ -507,8 +529,6 @@ QTK_API void qtk_eval_metrics_of(const qtk_eval_cell *c, qtk_eval_metrics *m);
  * read, recognised by content: GGUF (tensors NAME.in_sum2 and NAME.counts, F32: the sums of
  * squares and the token counts, one per expert) and the legacy .dat (entries of name, call
  * count and sums). Weights are sums / count (a GGUF count of 0 gives 1s, as llama.cpp does). */
-typedef struct qtk_imatrix qtk_imatrix;
-
 typedef struct qtk_imatrix_entry {
     const char *name;      /* as the file names it: llama.cpp's tensor name ("blk.0.attn_q.weight") */
     const float *weights;  /* columns x experts values, expert-major */

@@ -9,6 +9,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <math.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -615,6 +616,127 @@ static void imatrix_files(void) {
     CHECK(m == NULL);
 }
 
+static void notice_count(void *ctx, const qtk_convert_event *e) {
+    if (e->kind == QTK_EVENT_NOTICE && e->tensor && strcmp(e->tensor, "other.weight") == 0 && strstr(e->text, "importance"))
+        ++*(int *)ctx;
+}
+
+/* convert and eval with an importance matrix: each tensor with an entry (by its own or its
+ * Hugging Face name) quantized with its weights (the bytes of qtk_quantize with them), the
+ * others unweighted with a notice; eval's weighted sums recomputed here; the refusals. */
+static void imatrix_convert_eval(void) {
+    uint8_t dat[512];
+    qtk_imatrix *m = NULL;
+    CHECK_OK(qtk_imatrix_open_memory(dat, legacy_dat(dat, false), "i.dat", &m));
+    if (!m) return;
+    enum { IR = 16, IC = 8 };
+    static const char *const names[3] = {"model.layers.0.self_attn.q_proj.weight", "output.weight", "other.weight"};
+    float x[3][IR * IC];
+    uint64_t seed = 99;
+    for (int t = 0; t < 3; t++)
+        for (int i = 0; i < IR * IC; i++) x[t][i] = trand_normal(&seed) * (i % IC == 2 ? 8.0f : 1.0f);
+    size_t shape[2] = {IR, IC};
+    qtk_writer *wr = NULL;
+    CHECK_OK(qtk_writer_create(at("im.safetensors"), &(qtk_write_options){.force = 1}, &wr));
+    for (int t = 0; t < 3; t++) CHECK_OK(qtk_writer_add_raw(wr, names[t], QTK_ELEM_F32, shape, 2, x[t]));
+    CHECK_OK(qtk_writer_commit(wr));
+    const char *spec = "q4f,block=4:f16";
+    int notices = 0;
+    qtk_convert_options o = {.scheme = spec, .min_elements = 1, .calibration = QTK_CALIB_MSE, .imatrix = m, .force = 1,
+                             .event = notice_count, .ctx = &notices};
+    CHECK_OK(qtk_ckpt_convert(at("im.safetensors"), at("im.bpk"), &o, NULL));
+    CHECK(notices == 1);
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse(spec, &s));
+    qtk_ckpt *c = NULL;
+    CHECK_OK(qtk_ckpt_open(at("im.bpk"), NULL, &c));
+    for (int t = 0; c && t < 3; t++) {
+        qtk_imatrix_entry e = {0};
+        bool has = qtk_imatrix_lookup(m, names[t], &e) == QTK_OK;
+        CHECK(has == (t < 2));
+        qtk_quantize_options qo = {.calibration = QTK_CALIB_MSE, .weights = has ? e.weights : NULL, .n_weights = has ? IC : 0};
+        qtk_tensor *want = NULL, *got = NULL;
+        CHECK_OK(qtk_quantize(x[t], shape, 2, &s, &qo, &want));
+        size_t idx = 0;
+        CHECK_OK(qtk_ckpt_find(c, names[t], &idx));
+        CHECK_OK(qtk_ckpt_load_tensor(c, idx, &got));
+        size_t na = 0, nb = 0;
+        const uint8_t *a = want ? qtk_tensor_bytes(want, &na) : NULL, *b = got ? qtk_tensor_bytes(got, &nb) : NULL;
+        CHECK_MSG(a && b && na == nb && memcmp(a, b, na) == 0, "%s: converted bytes are not quantize's with the weights", names[t]);
+        if (has) { /* and the weights changed something (else the test could not fail) */
+            qtk_tensor *plain = NULL;
+            qo.weights = NULL, qo.n_weights = 0;
+            CHECK_OK(qtk_quantize(x[t], shape, 2, &s, &qo, &plain));
+            CHECK(plain && b && memcmp(qtk_tensor_bytes(plain, NULL), b, nb) != 0);
+            qtk_tensor_free(plain);
+        }
+        qtk_tensor_free(want);
+        qtk_tensor_free(got);
+    }
+    qtk_ckpt_close(c);
+    /* eval: weighted sums per tensor with an entry, none for the other */
+    const char *specs[1] = {spec};
+    qtk_calibration cals[2] = {QTK_CALIB_MINMAX, QTK_CALIB_MSE};
+    qtk_eval_options eo = {.schemes = specs, .n_schemes = 1, .calibrations = cals, .n_calibrations = 2, .min_elements = 1,
+                           .imatrix = m};
+    qtk_eval_report *r = NULL;
+    CHECK_OK(qtk_ckpt_eval(at("im.safetensors"), &eo, &r));
+    CHECK(qtk_eval_rows(r) == 3 && qtk_eval_columns(r) == 2);
+    double tot_e = 0, tot_s = 0;
+    for (size_t i = 0; r && i < 3; i++) {
+        const qtk_eval_row *row = qtk_eval_row_at(r, i);
+        CHECK(row->weighted == (i < 2));
+        for (size_t j = 0; j < 2; j++) {
+            const qtk_eval_cell *cell = qtk_eval_cell_at(r, i, j);
+            CHECK(cell->ok && cell->weighted == row->weighted);
+            if (!row->weighted) continue;
+            qtk_imatrix_entry e;
+            CHECK_OK(qtk_imatrix_lookup(m, row->name, &e));
+            qtk_quantize_options qo = {.calibration = cals[j], .weights = j ? e.weights : NULL, .n_weights = j ? IC : 0};
+            float y[IR * IC];
+            qtk_tensor *q = NULL;
+            CHECK_OK(qtk_quantize(x[i], shape, 2, &s, &qo, &q));
+            CHECK_OK(qtk_dequantize(q, QTK_DTYPE_F32, y, IR * IC));
+            qtk_tensor_free(q);
+            double we = 0, wsig = 0;
+            for (int k = 0; k < IR * IC; k++) {
+                double d = (double)x[i][k] - y[k];
+                we += e.weights[k % IC] * d * d;
+                wsig += e.weights[k % IC] * (double)x[i][k] * x[i][k];
+            }
+            CHECK_MSG(fabs(cell->sum_w_sq_err - we) <= 1e-9 * we && fabs(cell->sum_w_sq_sig - wsig) <= 1e-9 * wsig,
+                      "%s column %zu: weighted sums %g %g, want %g %g", row->name, j, cell->sum_w_sq_err, cell->sum_w_sq_sig, we, wsig);
+            if (j == 1) tot_e += we, tot_s += wsig;
+        }
+    }
+    qtk_eval_cell tot;
+    qtk_eval_total(r, 1, &tot, NULL);
+    qtk_eval_metrics met;
+    qtk_eval_metrics_of(&tot, &met);
+    CHECK(tot.weighted && fabs(met.wsqnr_db - 10.0 * log10(tot_s / tot_e)) < 1e-9);
+    /* mse under weights does at least as well as minmax on the weighted error, per tensor */
+    for (size_t i = 0; r && i < 2; i++)
+        CHECK(qtk_eval_cell_at(r, i, 1)->sum_w_sq_err <= qtk_eval_cell_at(r, i, 0)->sum_w_sq_err);
+    qtk_eval_metrics_of(qtk_eval_cell_at(r, 2, 0), &met);
+    CHECK(isnan(met.wsqnr_db));
+    qtk_eval_report_free(r);
+    /* refusals: an imatrix with minmax; an entry that does not fit the tensor */
+    o.calibration = QTK_CALIB_MINMAX;
+    CHECK_ERR(qtk_convert_check(&o), QTK_E_ARG, "calibration minmax would ignore it");
+    CHECK_ERR(qtk_ckpt_convert(at("im.safetensors"), at("im2.bpk"), &o, NULL), QTK_E_ARG, "would ignore it");
+    CHECK(!exists(at("im2.bpk")));
+    size_t tshape[2] = {IC, IR};
+    CHECK_OK(qtk_writer_create(at("imt.safetensors"), &(qtk_write_options){.force = 1}, &wr));
+    CHECK_OK(qtk_writer_add_raw(wr, "output.weight", QTK_ELEM_F32, tshape, 2, x[0]));
+    CHECK_OK(qtk_writer_commit(wr));
+    o.calibration = QTK_CALIB_MSE;
+    CHECK_ERR(qtk_ckpt_convert(at("imt.safetensors"), at("im2.bpk"), &o, NULL), QTK_E_SHAPE, "has 8 columns; tensor 'output.weight' has 16");
+    CHECK(!exists(at("im2.bpk")));
+    CHECK_ERR(qtk_ckpt_eval(at("imt.safetensors"), &eo, &r), QTK_E_SHAPE, "has 8 columns");
+    CHECK(r == NULL);
+    qtk_imatrix_close(m);
+}
+
 static void setup(void) {
     snprintf(dir, sizeof dir, "/tmp/qtk-api-XXXXXX");
     CHECK(mkdtemp(dir) != NULL);
@@ -648,4 +770,4 @@ static void teardown(void) {
 }
 
 TEST_MAIN("api", T(setup), T(every_format), T(zero_copy), T(writer_stream), T(open_errors), T(convert_and_eval),
-          T(imatrix_files), T(allocation_failures), T(teardown))
+          T(imatrix_files), T(imatrix_convert_eval), T(allocation_failures), T(teardown))

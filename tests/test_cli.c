@@ -154,7 +154,6 @@ static void calibration_mse_and_weights(void) {
     for (size_t k = 0; k < 3; k++) {
         for (int weighted = 0; weighted < 2; weighted++) {
             char args[512], err[2048];
-            unlink("om.bin");
             snprintf(args, sizeof args, "quantize --force --scheme '%s' --calibration mse %s xm.npy om.bin", specs[k],
                      weighted ? "--weights wm.npy" : "");
             CHECK_MSG(run(args, err, sizeof err) == 0, "%s: %s", args, err);
@@ -184,6 +183,50 @@ static void calibration_mse_and_weights(void) {
     CHECK(run("quantize --scheme q4f,block=32:f16 --weights wm.npy xm.npy om2.bin", err, sizeof err) == 1);
     CHECK_MSG(strstr(err, "used by calibration mse and by table=fit only") != NULL, "stderr: %s", err);
     CHECK(!exists("om2.bin"));
+    /* --imatrix: a legacy .dat with two entries of 64 columns; the entry named (by its
+     * Hugging Face name) gives the bytes of quantize with its weights */
+    char ip[400];
+    snprintf(ip, sizeof ip, "%s/im.dat", dir);
+    FILE *f = fopen(ip, "wb");
+    int32_t v = 2;
+    fwrite(&v, 4, 1, f);
+    static const char *const en[2] = {"blk.0.attn_q.weight", "output.weight"};
+    float iw[2][64];
+    for (int e = 0; e < 2; e++) {
+        v = (int32_t)strlen(en[e]);
+        fwrite(&v, 4, 1, f);
+        fwrite(en[e], 1, strlen(en[e]), f);
+        v = 1; /* ncall: the weights are the sums */
+        fwrite(&v, 4, 1, f);
+        v = 64;
+        fwrite(&v, 4, 1, f);
+        for (int j = 0; j < 64; j++) iw[e][j] = (float)((j * 5 + e) % 9) + (j == 3 ? 50.0f : 0.0f);
+        fwrite(iw[e], 4, 64, f);
+    }
+    fclose(f);
+    CHECK(run("quantize --force --scheme q4f,block=32:f16 --calibration mse --imatrix im.dat "
+              "--name model.layers.0.self_attn.q_proj.weight xm.npy oi.bin", err, sizeof err) == 0);
+    {
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse("q4f,block=32:f16", &s));
+        uint8_t want[6 * 32 + 12 * 2], plain[sizeof want];
+        qtk_quantize_options o = {.calibration = QTK_CALIB_MSE, .weights = iw[0], .n_weights = 64};
+        CHECK_OK(qtk_quantize_into(x, shape, 2, &s, &o, want, sizeof want));
+        o.weights = NULL, o.n_weights = 0;
+        CHECK_OK(qtk_quantize_into(x, shape, 2, &s, &o, plain, sizeof plain));
+        size_t n = 0;
+        uint8_t *got = read_file("oi.bin", &n);
+        CHECK_MSG(got && n == sizeof want && memcmp(got, want, n) == 0, "--imatrix: OUT.bin is not quantize's with the weights");
+        CHECK(memcmp(want, plain, sizeof want) != 0); /* the weights changed something */
+        free(got);
+    }
+    CHECK(run("quantize --scheme q4f,block=32:f16 --calibration mse --imatrix im.dat xm.npy oi2.bin", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "has 2 entries: say which with --name TENSOR") != NULL, "stderr: %s", err);
+    CHECK(run("quantize --scheme q4f,block=32:f16 --calibration mse --imatrix im.dat --name nope xm.npy oi2.bin", err, sizeof err) == 1);
+    CHECK_MSG(strstr(err, "no entry for 'nope'") != NULL, "stderr: %s", err);
+    CHECK(run("quantize --scheme q4f,block=32:f16 --calibration mse --imatrix im.dat --weights wm.npy xm.npy oi2.bin", err, sizeof err) == 2);
+    CHECK(run("quantize --scheme q4f,block=32:f16 --name x xm.npy oi2.bin", err, sizeof err) == 2);
+    CHECK(!exists("oi2.bin"));
 }
 
 static void errors_leave_no_output(void) {

@@ -210,6 +210,53 @@ static void eval_cmd(void) {
     CHECK_MSG(row("  nvfp4", "4.514"), "%s", line_with("nvfp4"));
 }
 
+/* A legacy llama.cpp .dat importance matrix: entries name -> cols weights (sums with ncall 2). */
+static void write_dat(const char *path, const char *const *names, int n, int cols) {
+    FILE *f = fopen(path, "wb");
+    int32_t v = n;
+    fwrite(&v, 4, 1, f);
+    for (int e = 0; e < n; e++) {
+        v = (int32_t)strlen(names[e]);
+        fwrite(&v, 4, 1, f);
+        fwrite(names[e], 1, strlen(names[e]), f);
+        v = 2;
+        fwrite(&v, 4, 1, f);
+        v = cols;
+        fwrite(&v, 4, 1, f);
+        for (int k = 0; k < cols; k++) {
+            float w = (float)(1 + (k * 7 + e) % 11) * (k % 5 == 0 ? 40.0f : 1.0f);
+            fwrite(&w, 4, 1, f);
+        }
+    }
+    fclose(f);
+}
+
+/* --imatrix: eval's weighted column and JSON, convert's note for tensors without an entry,
+ * the refusals. */
+static void imatrix_cmds(void) {
+    static const char *const names[2] = {"blk.0.attn_q.weight", "blk.0.ffn_up.weight"};
+    write_dat(tmp_path("m.dat"), names, 2, 32);
+    CHECK(run("eval s.safetensors --scheme 'q4f,block=8:f16' --calibration minmax --calibration mse --imatrix m.dat --summary") == 0);
+    CHECK_MSG(strstr(out, "wSQNR dB") && strstr(out, "q4f,block=8:f16 [mse]"), "%s", out);
+    CHECK_MSG(strstr(err, "'model.embed_tokens.weight': no importance-matrix entry (unweighted)"), "%s", err);
+    CHECK(!strstr(err, "q_proj") && !strstr(err, "up_proj"));
+    CHECK(run("eval s.safetensors --scheme 'q4f,block=8:f16' --calibration mse --imatrix m.dat --json --only q_proj") == 0);
+    CHECK_MSG(strstr(out, "\"weighted\": true") && strstr(out, "\"weighted_sqnr_db\": "), "%s", out);
+    CHECK(run("convert s.safetensors w.bpk --scheme 'q4f,block=8:f16' --calibration mse --imatrix m.dat") == 0);
+    CHECK_MSG(strstr(err, "no importance-matrix entry: quantized unweighted") && strstr(err, "model.embed_tokens.weight"), "%s", err);
+    CHECK(!strstr(err, "q_proj"));
+    CHECK(run("convert s.safetensors w2.bpk --scheme 'q4f,block=8:f16' --imatrix m.dat") == 2 && strstr(err, "give --calibration mse"));
+    CHECK(run("convert s.safetensors w2.bpk --scheme 'q4f,block=8:f16' --calibration mse --imatrix missing.dat") == 1 &&
+          strstr(err, "missing.dat"));
+    CHECK(!file_exists(tmp_path("w2.bpk")));
+    /* an entry that does not fit its tensor (32 columns named for the 64-column down_proj) */
+    static const char *const bad[1] = {"blk.0.ffn_down.weight"};
+    write_dat(tmp_path("bad.dat"), bad, 1, 32);
+    CHECK(run("convert s.safetensors w2.bpk --scheme 'q4f,block=8:f16' --calibration mse --imatrix bad.dat") == 1);
+    CHECK_MSG(strstr(err, "has 32 columns; tensor 'model.layers.0.mlp.down_proj.weight' has 64"), "%s", err);
+    CHECK(!file_exists(tmp_path("w2.bpk")));
+}
+
 static void demo(void) {
     CHECK(run("demo --dir d --layers 1 --hidden 32") == 0);
     CHECK_MSG(strstr(out, "model-nvfp4.bpk and model-nvfp4-again.bpk: identical") != NULL, "%s", out);
@@ -225,7 +272,7 @@ int main(int argc, char **argv) {
     }
     tmp_dir_make();
     static const test_case cases[] = {T(help), T(synth_and_inspect), T(inspect_real), T(convert_rules),
-                                      T(convert_errors), T(disk_full), T(eval_cmd), T(demo)};
+                                      T(convert_errors), T(disk_full), T(eval_cmd), T(imatrix_cmds), T(demo)};
     int rc = test_run("cli_ckpt", cases, sizeof cases / sizeof cases[0], argc, argv);
     tmp_dir_remove();
     return rc;

@@ -5,7 +5,7 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: qtk convert IN OUT [--scheme SPEC|none] [--dtype f32|f16|bf16] [--calibration C]\n"
+    "usage: qtk convert IN OUT [--scheme SPEC|none] [--dtype f32|f16|bf16] [--calibration C] [--imatrix FILE]\n"
     "                   [--only REGEX] [--skip REGEX] [--rule 'REGEX=SPEC']... [--min-elements N]\n"
     "                   [--layout L] [--max-shard-size SIZE] [--force] [--threads N] [--verbose]\n"
     "\n"
@@ -40,7 +40,11 @@ static const char usage_rules[] =
     "  --scheme SPEC       a spec string or preset (see 'qtk scheme --help'), or none\n"
     "  --dtype D           what dequantized tensors become (f32 by default), and float tensors\n"
     "                      that stay float: f32, f16, bf16\n"
-    "  --calibration C     how quantized tensors choose their scales: minmax (default), absmean\n"
+    "  --calibration C     how quantized tensors choose their scales: minmax (default), absmean,\n"
+    "                      mse (per group, the stored scale of least squared error)\n"
+    "  --imatrix FILE      llama.cpp importance matrix (GGUF or legacy .dat) weighing each\n"
+    "                      column's error, with --calibration mse; tensors it has no entry for\n"
+    "                      are quantized unweighted, and a note names them (docs/imatrix.md)\n"
     "  --only REGEX        consider only tensors whose name matches\n"
     "  --skip REGEX        never touch tensors whose name matches\n"
     "  --rule 'REGEX=SPEC' per-name scheme (repeatable; first match wins)\n"
@@ -158,7 +162,7 @@ static bool parse_size(const char *s, size_t *out) {
 int cmd_convert(int argc, char **argv) {
     const char *cmd = "convert";
     const char *spec = NULL, *dtype = NULL, *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL;
-    const char *layout_s = NULL, *shard_s = NULL, *cal_s = NULL;
+    const char *layout_s = NULL, *shard_s = NULL, *cal_s = NULL, *imatrix_s = NULL;
     const char **rules = NULL;
     int n_rules = 0;
     bool force = false, verbose = false;
@@ -169,6 +173,7 @@ int cmd_convert(int argc, char **argv) {
         {"force", false, NULL, &force, NULL, NULL}, {"threads", true, &threads_s, NULL, NULL, NULL},
         {"verbose", false, NULL, &verbose, NULL, NULL}, {"layout", true, &layout_s, NULL, NULL, NULL},
         {"max-shard-size", true, &shard_s, NULL, NULL, NULL}, {"calibration", true, &cal_s, NULL, NULL, NULL},
+        {"imatrix", true, &imatrix_s, NULL, NULL, NULL},
     };
     const char *pos[2];
     int npos;
@@ -195,6 +200,8 @@ int cmd_convert(int argc, char **argv) {
     }
     if (!rc && cal_s && qtk_calibration_parse(cal_s, &o.calibration))
         rc = cli_usage_error(cmd, "--calibration: %s", qtk_last_error());
+    if (!rc && imatrix_s && o.calibration != QTK_CALIB_MSE)
+        rc = cli_usage_error(cmd, "--imatrix weighs the error --calibration mse minimizes; give --calibration mse");
     if (!rc && layout_s && cli_parse_layout(cmd, layout_s, false, &o.layout)) rc = CLI_USAGE;
     if (!rc && shard_s && !parse_size(shard_s, &o.max_shard_bytes))
         rc = cli_usage_error(cmd, "--max-shard-size '%s' is not a size (5GB, 500MB, 1048576)", shard_s);
@@ -208,6 +215,15 @@ int cmd_convert(int argc, char **argv) {
         free(rules);
         return rc;
     }
+    qtk_imatrix *im = NULL;
+    if (imatrix_s) {
+        qtk_status ist = qtk_imatrix_open(imatrix_s, &im);
+        if (ist) {
+            free(rules);
+            return cli_fail(cmd, ist, "--imatrix");
+        }
+        o.imatrix = im;
+    }
     o.min_elements = min_el ? (size_t)min_el : 1; /* 0 on the command line: every size */
     o.threads = (int)threads;
     if (threads) qtk_set_threads((int)threads);
@@ -219,6 +235,7 @@ int cmd_convert(int argc, char **argv) {
     qtk_status st = qtk_ckpt_convert(pos[0], pos[1], &o, &s);
     double dt = cli_now() - t0;
     cli_progress_end(&ctx.bar);
+    qtk_imatrix_close(im);
     cli_notices_print(stderr, "qtk convert: note: ", ctx.tensor, ctx.text, ctx.n_notices);
     for (size_t i = 0; i < ctx.n_notices; i++) free((void *)(uintptr_t)ctx.tensor[i]), free((void *)(uintptr_t)ctx.text[i]);
     free(ctx.tensor);

@@ -8,7 +8,7 @@
 static const char usage[] =
     "usage: qtk eval FILE --scheme SPEC [--scheme SPEC]... [--calibration C]... [--only REGEX] [--skip REGEX]\n"
     "                [--min-elements N] [--layout L] [--json] [--summary] [--plot CHART.svg] [--force]\n"
-    "                [--threads N]\n"
+    "                [--imatrix FILE] [--threads N]\n"
     "\n"
     "Quantizes every selected tensor of FILE under each scheme (and each calibration asked for),\n"
     "dequantizes it, and reports per\n"
@@ -21,8 +21,13 @@ static const char usage[] =
     "shape is reported for that tensor and left out of its totals.\n"
     "\n"
     "  --scheme SPEC     a spec string or preset (repeatable)\n"
-    "  --calibration C   how scales are chosen: minmax (default) or absmean; repeatable, each\n"
-    "                    scheme is then measured under each\n"
+    "  --calibration C   how scales are chosen: minmax (default), absmean or mse (per group,\n"
+    "                    the stored scale of least squared error); repeatable, each scheme\n"
+    "                    is then measured under each\n"
+    "  --imatrix FILE    llama.cpp importance matrix (GGUF or legacy .dat): mse columns weigh\n"
+    "                    each column's error by it, as convert does, and every tensor it has an\n"
+    "                    entry for also gets the weighted SQNR (wSQNR dB); the others are named\n"
+    "                    on stderr (docs/imatrix.md)\n"
     "  --layout L        read FILE in layout L instead of detecting it (see qtk inspect)\n"
     "  --json            print one JSON object instead of tables\n"
     "  --summary         print only the totals table\n"
@@ -30,28 +35,41 @@ static const char usage[] =
     "  --force           replace the chart if it exists\n"
     "  --threads N       worker threads (default: all cores)\n";
 
-static void metrics_row(FILE *f, const char *label, const qtk_eval_cell *c) {
+static void metrics_row(FILE *f, const char *label, const qtk_eval_cell *c, bool wcol) {
     qtk_eval_metrics m;
     qtk_eval_metrics_of(c, &m);
     if (!c->ok) {
         fprintf(f, "  %-36s  n/a: %s\n", label, c->err[0] ? c->err : "no tensor");
         return;
     }
-    fprintf(f, "  %-36s %8.3f %12.4e %12.4e %9.2f\n", label, m.bits_per_el, m.rmse, m.max_abs, m.sqnr_db);
+    fprintf(f, "  %-36s %8.3f %12.4e %12.4e %9.2f", label, m.bits_per_el, m.rmse, m.max_abs, m.sqnr_db);
+    if (wcol && c->weighted) fprintf(f, " %10.2f", m.wsqnr_db);
+    else if (wcol) fprintf(f, " %10s", "-");
+    fputc('\n', f);
 }
 
-static void print_header(FILE *f, const char *first) {
-    fprintf(f, "  %-36s %8s %12s %12s %9s\n", first, "bits/el", "RMSE", "max|err|", "SQNR dB");
+static void print_header(FILE *f, const char *first, bool wcol) {
+    fprintf(f, "  %-36s %8s %12s %12s %9s", first, "bits/el", "RMSE", "max|err|", "SQNR dB");
+    if (wcol) fprintf(f, " %10s", "wSQNR dB");
+    fputc('\n', f);
+}
+
+/* true if any tensor was weighted by an importance matrix: the wSQNR column is shown */
+static bool any_weighted(const qtk_eval_report *r) {
+    for (size_t i = 0; i < qtk_eval_rows(r); i++)
+        if (qtk_eval_row_at(r, i)->weighted) return true;
+    return false;
 }
 
 static void print_totals(FILE *f, const qtk_eval_report *r) {
-    print_header(f, "total, per scheme");
+    bool wcol = any_weighted(r);
+    print_header(f, "total, per scheme", wcol);
     for (size_t j = 0; j < qtk_eval_columns(r); j++) {
         qtk_eval_cell tot;
         size_t failed;
         char label[300];
         qtk_eval_total(r, j, &tot, &failed);
-        metrics_row(f, cli_column_label(qtk_eval_column_at(r, j), label, sizeof label), &tot);
+        metrics_row(f, cli_column_label(qtk_eval_column_at(r, j), label, sizeof label), &tot, wcol);
         if (failed) fprintf(f, "  %-36s (%zu tensor%s left out: the scheme does not fit them)\n", "", failed, failed > 1 ? "s" : "");
     }
 }
@@ -60,13 +78,16 @@ void cli_eval_print(FILE *f, const char *path, const qtk_eval_report *r, bool su
     size_t el = 0, rows = qtk_eval_rows(r), cols = qtk_eval_columns(r);
     for (size_t i = 0; i < rows; i++) el += qtk_eval_row_at(r, i)->numel;
     fprintf(f, "qtk eval: %s: %zu tensors, %zu elements, %zu scheme%s\n\n", path, rows, el, cols, cols > 1 ? "s" : "");
+    bool wcol = any_weighted(r);
+    if (wcol) fprintf(f, "wSQNR: the error weighted by the importance matrix (its tensors only)\n\n");
     if (!summary) {
         char sb[128], label[300];
         for (size_t i = 0; i < rows; i++) {
             const qtk_eval_row *w = qtk_eval_row_at(r, i);
             fprintf(f, "%s [%s] %s\n", w->name, qtk_shape_format(w->shape, w->rank, sb, sizeof sb), w->stored);
             for (size_t j = 0; j < cols; j++)
-                metrics_row(f, cli_column_label(qtk_eval_column_at(r, j), label, sizeof label), qtk_eval_cell_at(r, i, j));
+                metrics_row(f, cli_column_label(qtk_eval_column_at(r, j), label, sizeof label), qtk_eval_cell_at(r, i, j),
+                            wcol);
         }
         fputc('\n', f);
     }
@@ -89,6 +110,10 @@ static void json_cell(FILE *f, const qtk_eval_column *col, const qtk_eval_cell *
         cli_json_num(f, m.max_abs);
         fputs(", \"sqnr_db\": ", f);
         cli_json_num(f, m.sqnr_db);
+        if (c->weighted) {
+            fputs(", \"weighted_sqnr_db\": ", f);
+            cli_json_num(f, m.wsqnr_db);
+        }
     } else if (!total) {
         fputs(", \"error\": ", f);
         cli_json_str(f, c->err);
@@ -114,7 +139,7 @@ static void print_json(FILE *f, const char *path, const qtk_eval_report *r) {
         cli_json_str(f, w->stored);
         fputs(", \"shape\": [", f);
         for (int k = 0; k < w->rank; k++) fprintf(f, k ? ", %zu" : "%zu", w->shape[k]);
-        fprintf(f, "], \"numel\": %zu, \"results\": [", w->numel);
+        fprintf(f, "], \"numel\": %zu, \"weighted\": %s, \"results\": [", w->numel, w->weighted ? "true" : "false");
         for (size_t j = 0; j < cols; j++) {
             if (j) fputs(", ", f);
             json_cell(f, qtk_eval_column_at(r, j), qtk_eval_cell_at(r, i, j), 0, false);
@@ -134,7 +159,8 @@ static void print_json(FILE *f, const char *path, const qtk_eval_report *r) {
 
 int cmd_eval(int argc, char **argv) {
     const char *cmd = "eval";
-    const char *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL, *plot = NULL, *layout_s = NULL;
+    const char *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL, *plot = NULL, *layout_s = NULL,
+               *imatrix_s = NULL;
     const char **specs = NULL, **cals = NULL;
     int n_specs = 0, n_cals = 0;
     bool json = false, summary = false, force = false;
@@ -144,7 +170,7 @@ int cmd_eval(int argc, char **argv) {
         {"json", false, NULL, &json, NULL, NULL},       {"summary", false, NULL, &summary, NULL, NULL},
         {"plot", true, &plot, NULL, NULL, NULL},        {"force", false, NULL, &force, NULL, NULL},
         {"threads", true, &threads_s, NULL, NULL, NULL}, {"calibration", true, NULL, NULL, &cals, &n_cals},
-        {"layout", true, &layout_s, NULL, NULL, NULL},
+        {"layout", true, &layout_s, NULL, NULL, NULL},  {"imatrix", true, &imatrix_s, NULL, NULL, NULL},
     };
     const char *pos[1];
     int npos;
@@ -184,6 +210,17 @@ int cmd_eval(int argc, char **argv) {
         free(specs);
         return rc;
     }
+    qtk_imatrix *im = NULL;
+    if (imatrix_s) {
+        qtk_status ist = qtk_imatrix_open(imatrix_s, &im);
+        if (ist) {
+            free(cal);
+            free(cals);
+            free(specs);
+            return cli_fail(cmd, ist, "--imatrix");
+        }
+        o.imatrix = im;
+    }
     o.min_elements = min_el ? (size_t)min_el : 1; /* 0 on the command line: every size */
     o.threads = (int)threads;
     if (threads) qtk_set_threads((int)threads);
@@ -198,6 +235,14 @@ int cmd_eval(int argc, char **argv) {
     if (st) {
         rc = cli_fail(cmd, st, "'%s'", pos[0]);
     } else {
+        if (im) { /* the tensors the importance matrix did not cover */
+            size_t n = 0, rows = qtk_eval_rows(r);
+            for (size_t i = 0; i < rows; i++) n += !qtk_eval_row_at(r, i)->weighted;
+            for (size_t i = 0, shown = 0; i < rows && shown < 8; i++)
+                if (!qtk_eval_row_at(r, i)->weighted)
+                    fprintf(stderr, "qtk eval: warning: '%s': no importance-matrix entry (unweighted)\n", qtk_eval_row_at(r, i)->name), shown++;
+            if (n > 8) fprintf(stderr, "qtk eval: warning: ... and %zu more tensors without an entry\n", n - 8);
+        }
         if (json) print_json(stdout, pos[0], r);
         else cli_eval_print(stdout, pos[0], r, summary);
         if (plot) {
@@ -207,6 +252,7 @@ int cmd_eval(int argc, char **argv) {
         }
         qtk_eval_report_free(r);
     }
+    qtk_imatrix_close(im);
     free(cal);
     free(cals);
     free(specs);

@@ -7,7 +7,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: qtk quantize --scheme SPEC [--calibration minmax|absmean|mse] [--weights W.npy]\n"
+    "usage: qtk quantize --scheme SPEC [--calibration minmax|absmean|mse]\n"
+    "                    [--weights W.npy | --imatrix FILE [--name TENSOR]]\n"
     "                    [--scales S.npy [--global G]] [--threads N] [--force] IN.npy OUT.bin\n"
     "\n"
     "Quantizes the array in IN.npy (float32, float16 or float64, C order) under SPEC and writes\n"
@@ -23,6 +24,10 @@ static const char usage[] =
     "  --weights W.npy        importance weights of the squared error (with --calibration mse\n"
     "                         or table=fit): one per element (shaped as IN, or flat) or one\n"
     "                         per column of the last dimension; finite, >= 0\n"
+    "  --imatrix FILE         the weights from a llama.cpp importance matrix (GGUF or legacy\n"
+    "                         .dat): the entry for --name TENSOR (a llama.cpp or Hugging Face\n"
+    "                         name, docs/imatrix.md), or the file's only entry\n"
+    "  --name TENSOR          which tensor of --imatrix IN.npy is\n"
     "  --scales S.npy         use these scales instead of calibrating: one f32 per scale group,\n"
     "                         row-major over the block grid (shaped as the grid, or flat)\n"
     "  --global G             the two-level global scale that goes with --scales\n"
@@ -35,13 +40,14 @@ static const char usage[] =
 int cmd_quantize(int argc, char **argv) {
     const char *cmd = "quantize";
     const char *spec = NULL, *calib = NULL, *scales_path = NULL, *global_s = NULL, *threads_s = NULL,
-               *weights_path = NULL;
+               *weights_path = NULL, *imatrix_path = NULL, *name = NULL;
     bool force = false;
     const cli_opt opts[] = {
         {"scheme", true, &spec, NULL, NULL, NULL},       {"calibration", true, &calib, NULL, NULL, NULL},
         {"scales", true, &scales_path, NULL, NULL, NULL}, {"global", true, &global_s, NULL, NULL, NULL},
         {"threads", true, &threads_s, NULL, NULL, NULL},  {"weights", true, &weights_path, NULL, NULL, NULL},
-        {"force", false, NULL, &force, NULL, NULL},
+        {"force", false, NULL, &force, NULL, NULL},      {"imatrix", true, &imatrix_path, NULL, NULL, NULL},
+        {"name", true, &name, NULL, NULL, NULL},
     };
     const char *pos[2];
     int npos;
@@ -55,6 +61,8 @@ int cmd_quantize(int argc, char **argv) {
     if (!spec) return cli_usage_error(cmd, "--scheme is required");
     if (npos != 2) return cli_usage_error(cmd, "expected IN.npy and OUT.bin");
     if (global_s && !scales_path) return cli_usage_error(cmd, "--global goes with --scales");
+    if (imatrix_path && weights_path) return cli_usage_error(cmd, "--imatrix and --weights exclude each other");
+    if (name && !imatrix_path) return cli_usage_error(cmd, "--name goes with --imatrix");
 
     qtk_quantize_options o = {0};
     if (calib) {
@@ -78,6 +86,7 @@ int cmd_quantize(int argc, char **argv) {
     if ((st = cli_check_target(pos[1], force))) return cli_fail(cmd, st, "cannot write the output");
 
     cli_npy in = {0}, sc = {0}, wt = {0};
+    qtk_imatrix *im = NULL;
     uint8_t *out = NULL;
     st = cli_npy_read(pos[0], &in);
     if (st) {
@@ -111,6 +120,29 @@ int cmd_quantize(int argc, char **argv) {
         }
         o.weights = wt.data;
         o.n_weights = wt.numel;
+    }
+    if (imatrix_path) {
+        st = qtk_imatrix_open(imatrix_path, &im);
+        qtk_imatrix_entry e = {0};
+        if (!st && name) st = qtk_imatrix_lookup(im, name, &e);
+        else if (!st && qtk_imatrix_count(im) == 1) e = *qtk_imatrix_entry_at(im, 0);
+        else if (!st) {
+            rc = cli_fail(cmd, QTK_OK, "--imatrix '%s' has %zu entries: say which with --name TENSOR", imatrix_path,
+                          qtk_imatrix_count(im));
+            goto done;
+        }
+        if (st) {
+            rc = cli_fail(cmd, st, "--imatrix");
+            goto done;
+        }
+        /* one weight per column, or per expert and column (the library checks the count) */
+        if (in.rank == 0 || e.columns != in.shape[in.rank - 1]) {
+            rc = cli_fail(cmd, QTK_OK, "--imatrix entry '%s' has %zu columns; the input's last extent is %zu", e.name,
+                          e.columns, in.rank ? in.shape[in.rank - 1] : (size_t)1);
+            goto done;
+        }
+        o.weights = e.weights;
+        o.n_weights = e.columns * e.experts;
     }
     qtk_layout L;
     st = qtk_layout_compute(&s, in.shape, in.rank, &L);
@@ -146,5 +178,6 @@ done:
     cli_npy_free(&in);
     cli_npy_free(&sc);
     cli_npy_free(&wt);
+    qtk_imatrix_close(im);
     return rc;
 }

@@ -5,6 +5,7 @@
  * Memory: the input is mapped and each tensor's pages are released once it is written; the
  * work buffers (the tensor as f32, the output bytes) are sized for the largest tensor and
  * reused. */
+#include "ops/imatrix.h"
 #include "ops/select.h"
 
 #include "common/internal.h"
@@ -208,6 +209,18 @@ static qtk_status transform(job *j, const qtk_ckpt_tensor *t, const qtk_ckpt_ten
     qtk_status st = qtk__buf_reserve(&j->work, ot->nbytes);
     if (st) return st;
     qtk_quantize_options qo = {.calibration = j->o->calibration, .threads = j->o->threads};
+    if (d->act == QTK_ACT_QUANTIZE && j->o->imatrix) {
+        st = qtk__imatrix_weights(j->o->imatrix, t->name, ot->shape, ot->rank, &qo.weights, &qo.n_weights);
+        if (st == QTK_E_NOTFOUND) {
+            st = QTK_OK;
+            if (j->o->event) {
+                qtk_convert_event e = {.kind = QTK_EVENT_NOTICE, .rule = -1, .tensor = t->name,
+                                       .text = "no importance-matrix entry: quantized unweighted"};
+                j->o->event(j->o->ctx, &e);
+            }
+        }
+        if (st) return qtk__err_context(st, "tensor '%s'", t->name);
+    }
     bool requant = d->act == QTK_ACT_QUANTIZE && (t->quantized || t->decoded) && j->o->event;
     if (d->act == QTK_ACT_CAST || (d->act == QTK_ACT_DEQUANTIZE && !t->quantized)) {
         /* raw floats (a tensor the reader decoded, such as GGUF's Q4_K as F32) to the dtype */
@@ -251,8 +264,11 @@ qtk_status qtk_convert_check(const qtk_convert_options *o) {
     qtk_status st = qtk__select_from(&sel, o->scheme, o->rules, o->n_rules, o->only, o->skip, o->min_elements, o->dtype);
     if (st) return st;
     qtk__select_free(&sel);
-    if ((unsigned)o->calibration > QTK_CALIB_ABSMEAN)
+    if ((unsigned)o->calibration > QTK_CALIB_MSE)
         return qtk__err(QTK_E_ARG, "calibration %d is not a qtk_calibration", (int)o->calibration);
+    if (o->imatrix && o->calibration != QTK_CALIB_MSE)
+        return qtk__err(QTK_E_ARG, "an importance matrix weighs the error calibration mse minimizes; calibration %s would ignore it",
+                        qtk_calibration_name(o->calibration));
     if ((unsigned)o->input_layout >= QTK_LAYOUT_COUNT_)
         return qtk__err(QTK_E_ARG, "input layout %d is not a qtk_hub_layout", (int)o->input_layout);
     if (o->threads < 0) return qtk__err(QTK_E_ARG, "threads %d is negative", o->threads);

@@ -1,6 +1,7 @@
 /* eval.c — qtk_ckpt_eval: what each scheme (under each calibration) would cost and lose on a
  * checkpoint's tensors, without writing anything: every eligible tensor is quantized and
  * dequantized, against its values as stored (a quantized tensor: its dequantized values). */
+#include "ops/imatrix.h"
 #include "ops/select.h"
 
 #include "common/internal.h"
@@ -44,8 +45,13 @@ static qtk_status add_row(qtk_eval_report *r, const qtk_ckpt_tensor *t) {
 
 /* Quantizes x under column c and compares; a scheme that does not fit the shape is recorded
  * in the cell, any other failure (a non-finite value) stops the evaluation. */
-static qtk_status measure(const qtk_ckpt_tensor *t, const float *x, const qtk_eval_column *col, int threads, qtk__buf *q,
-                          qtk__buf *y, qtk_eval_cell *c) {
+typedef struct {
+    const float *w; /* NULL: the tensor has no importance weights */
+    size_t n;       /* one per column, or per expert and column */
+} weights;
+
+static qtk_status measure(const qtk_ckpt_tensor *t, const float *x, const qtk_eval_column *col, const weights *wt,
+                          int threads, qtk__buf *q, qtk__buf *y, qtk_eval_cell *c) {
     memset(c, 0, sizeof *c);
     c->numel = t->numel;
     qtk_layout L;
@@ -55,6 +61,7 @@ static qtk_status measure(const qtk_ckpt_tensor *t, const float *x, const qtk_ev
         return QTK_OK;
     }
     qtk_quantize_options qo = {.calibration = col->calibration, .threads = threads};
+    if (wt->w && col->calibration == QTK_CALIB_MSE) qo.weights = wt->w, qo.n_weights = wt->n;
     st = qtk__buf_reserve(q, L.total_bytes);
     if (!st) st = qtk__buf_reserve(y, t->numel * sizeof(float));
     if (!st) st = qtk_quantize_into(x, t->shape, t->rank, &col->scheme, &qo, q->p, L.total_bytes);
@@ -72,6 +79,18 @@ static qtk_status measure(const qtk_ckpt_tensor *t, const float *x, const qtk_ev
         s2 += (double)x[i] * (double)x[i];
         if (fabs(d) > mx) mx = fabs(d);
     }
+    if (wt->w) { /* element i's weight: its column's, of its expert (first index) */
+        size_t cols = t->shape[t->rank - 1], per = wt->n > cols ? t->numel / t->shape[0] : t->numel;
+        double we2 = 0.0, ws2 = 0.0;
+        for (size_t i = 0; i < t->numel; i++) {
+            double w = wt->w[(i / per) * cols + i % cols], d = (double)x[i] - (double)yy[i];
+            we2 += w * d * d;
+            ws2 += w * (double)x[i] * (double)x[i];
+        }
+        c->weighted = true;
+        c->sum_w_sq_err = we2;
+        c->sum_w_sq_sig = ws2;
+    }
     c->ok = true;
     c->bytes = L.total_bytes;
     c->sum_sq_err = e2;
@@ -88,7 +107,7 @@ static qtk_status columns(const qtk_eval_options *o, qtk_eval_report *r) {
     if (o->n_calibrations && !o->calibrations) return qtk__err(QTK_E_ARG, "%zu calibrations but no array", o->n_calibrations);
     if (o->n_schemes == 0) return qtk__err(QTK_E_ARG, "evaluation needs at least one scheme");
     for (size_t k = 0; k < nc; k++)
-        if ((unsigned)cal[k] > QTK_CALIB_ABSMEAN) return qtk__err(QTK_E_ARG, "calibration %d is not a qtk_calibration", (int)cal[k]);
+        if ((unsigned)cal[k] > QTK_CALIB_MSE) return qtk__err(QTK_E_ARG, "calibration %d is not a qtk_calibration", (int)cal[k]);
     if (!qtk__mul_ok(o->n_schemes, nc, &r->n_cols) || !(r->cols = calloc(r->n_cols, sizeof *r->cols)))
         return qtk__err(QTK_E_NOMEM, "out of memory");
     for (size_t s = 0; s < o->n_schemes; s++)
@@ -146,8 +165,15 @@ qtk_status qtk_ckpt_eval(const char *path, const qtk_eval_options *opts, qtk_eva
         qtk_ckpt_tensor tv = *t; /* measured on the values' shape (bitsandbytes: the matrix's) */
         if (t->value_shape) tv.shape = t->value_shape, tv.rank = t->value_rank;
         if (!st) st = add_row(r, &tv);
+        weights wt = {NULL, 0};
+        if (!st && o->imatrix) {
+            st = qtk__imatrix_weights(o->imatrix, t->name, tv.shape, tv.rank, &wt.w, &wt.n);
+            if (st == QTK_E_NOTFOUND) st = QTK_OK; /* unweighted: row.weighted says so */
+            else if (st) st = qtk__err_context(st, "tensor '%s'", t->name);
+            else r->rows[row].weighted = true;
+        }
         for (size_t j = 0; j < r->n_cols && !st; j++)
-            st = measure(&tv, x, &r->cols[j], o->threads, &q, &y, &r->cells[row * r->n_cols + j]);
+            st = measure(&tv, x, &r->cols[j], &wt, o->threads, &q, &y, &r->cells[row * r->n_cols + j]);
         qtk_status fs = qtk_ckpt_status(c); /* the values measured were the file's */
         if (fs) st = fs;
         qtk_ckpt_unload(c, &v);
@@ -190,6 +216,7 @@ const qtk_eval_cell *qtk_eval_cell_at(const qtk_eval_report *r, size_t i, size_t
 
 void qtk_eval_metrics_of(const qtk_eval_cell *c, qtk_eval_metrics *m) {
     memset(m, 0, sizeof *m);
+    m->wsqnr_db = NAN;
     if (!c || !c->ok) return;
     if (c->numel == 0) { /* nothing to lose */
         m->sqnr_db = INFINITY;
@@ -199,6 +226,7 @@ void qtk_eval_metrics_of(const qtk_eval_cell *c, qtk_eval_metrics *m) {
     m->rmse = sqrt(c->sum_sq_err / (double)c->numel);
     m->max_abs = c->max_abs;
     m->sqnr_db = c->sum_sq_err > 0.0 ? 10.0 * log10(c->sum_sq_sig / c->sum_sq_err) : INFINITY;
+    m->wsqnr_db = !c->weighted ? NAN : c->sum_w_sq_err > 0.0 ? 10.0 * log10(c->sum_w_sq_sig / c->sum_w_sq_err) : INFINITY;
 }
 
 void qtk_eval_total(const qtk_eval_report *r, size_t j, qtk_eval_cell *total, size_t *n_failed) {
@@ -216,6 +244,11 @@ void qtk_eval_total(const qtk_eval_report *r, size_t j, qtk_eval_cell *total, si
         total->sum_sq_err += c->sum_sq_err;
         total->sum_sq_sig += c->sum_sq_sig;
         if (c->max_abs > total->max_abs) total->max_abs = c->max_abs;
+        if (c->weighted) {
+            total->weighted = true;
+            total->sum_w_sq_err += c->sum_w_sq_err;
+            total->sum_w_sq_sig += c->sum_w_sq_sig;
+        }
     }
     if (n_failed) *n_failed = failed;
 }

@@ -1,6 +1,8 @@
 /* imatrix.c — llama.cpp's importance matrices (see qtk_ckpt.h): the GGUF format through the
  * checkpoint reader, the legacy .dat format parsed here, and the mapping from Hugging Face
  * tensor names onto llama.cpp's. */
+#include "ops/imatrix.h"
+
 #include "io/ckpt_internal.h"
 
 #include <math.h>
@@ -297,4 +299,21 @@ qtk_status qtk_imatrix_lookup(const qtk_imatrix *m, const char *tensor, qtk_imat
         return QTK_OK;
     }
     return qtk__err(QTK_E_NOTFOUND, "the importance matrix has no entry for '%s'", tensor);
+}
+
+qtk_status qtk__imatrix_weights(const qtk_imatrix *m, const char *name, const size_t *shape, int rank, const float **w,
+                                size_t *n) {
+    qtk_imatrix_entry e;
+    qtk_status st = qtk_imatrix_lookup(m, name, &e);
+    if (st) return st;
+    size_t cols = rank > 0 ? shape[rank - 1] : 1;
+    if (rank < 2 || e.columns != cols)
+        return qtk__err(QTK_E_SHAPE, "the importance matrix's '%s' has %zu columns; tensor '%s' has %zu (its last extent)",
+                        e.name, e.columns, name, cols);
+    if (e.experts > 1 && (rank < 3 || shape[0] != e.experts))
+        return qtk__err(QTK_E_SHAPE, "the importance matrix's '%s' holds %zu experts; tensor '%s' is not [%zu, ..., %zu]",
+                        e.name, e.experts, name, e.experts, cols);
+    *w = e.weights;
+    *n = e.columns * e.experts;
+    return QTK_OK;
 }
