@@ -20,8 +20,10 @@
  *   weights qtk_dequantize gives (w' = value(field) · effective scale, rounded once to f32),
  *   accumulated in f32. Only the order of the additions differs between kernels, so with
  *   u = 2^-24 and γ(n) = n·u / (1 - n·u), every output satisfies
- *       |y - y*| <= γ(K + 1) · (Σ_k |x_k · w'_k| + |bias|)
- *   where y* is the exact real value of bias + Σ_k x_k · w'_k. The portable reference
+ *       |y - y*| <= γ(K + 1) · (Σ_k |x_k · w'_k| + |bias|) + K · 2^-149
+ *   where y* is the exact real value of bias + Σ_k x_k · w'_k. The last term is underflow:
+ *   a product below f32's normal range is rounded to a multiple of 2^-149, not to a relative
+ *   u (sums are exact there), so it matters only for outputs near 2^-126. The portable reference
  *   (QTK_ISA_SCALAR) adds the products in order of k without FMA and is bit-reproducible
  *   on every machine; the SIMD kernels are not bit-identical to it (they add in lanes), but
  *   give the same bits for every thread count.
@@ -35,7 +37,8 @@
  *   BitNet b1.58 intends); each is scaled once by (weight scale · s_b). The activation
  *   rounding adds
  *       |y - y*| <= Σ_b (s_b / 2) · Σ_{k in b} |w'_k| · (1 + 2^-8)  +  γ(K + 4) · (Σ_k |x_k w'_k| + |bias| + 2 E_q)
- *   (E_q the first term), about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the
+ *                   + K · 2^-149
+ *   (E_q the first term; the last, underflow, as above), about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the
  *   output's scale typically. Everything else runs the exact path even when FAST is asked
  *   for: schemes without an integer path (nf4, e4m3, e5m2, 8-bit tables, other layouts),
  *   and M > 8, where the exact tiled kernel is faster than the integer one. FAST only ever

@@ -940,6 +940,36 @@ static void integer_path_huge_scale(void) {
     qtk_tensor_free(t);
 }
 
-TEST_MAIN("matmul", T(errors), T(integer_path_huge_scale), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
+/* Products below f32's normal range: rounded to multiples of 2^-149 (0 here), not within a
+ * relative 2^-24, so the bound of qtk_matmul.h needs its absolute K 2^-149 (issue 12 item
+ * 10): without it these outputs would break it on both paths. */
+static void underflowing_products(void) {
+    enum { N = 3, K = 64 };
+    float w[N * K], x[K], y[N];
+    for (int i = 0; i < N * K; i++) w[i] = ldexpf(1.0f + (float)(i % 7) / 8.0f, -60);
+    for (int k = 0; k < K; k++) x[k] = ldexpf(1.0f + (float)(k % 5) / 4.0f, -100);
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("q8s,block=32:f32", &s));
+    size_t shape[2] = {N, K};
+    qtk_tensor *t = NULL;
+    CHECK_OK(qtk_quantize(w, shape, 2, &s, NULL, &t));
+    float wd[N * K];
+    CHECK_OK(qtk_dequantize(t, QTK_DTYPE_F32, wd, N * K));
+    for (int prec = 0; prec < 2 && t; prec++) {
+        qtk_matmul_options o = {QTK_MM_NK, (qtk_precision)prec, 1};
+        CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, 1, K, NULL, y, N, &o));
+        for (int n = 0; n < N; n++) {
+            double exact = 0, sa = 0;
+            for (int k = 0; k < K; k++) exact += (double)x[k] * wd[n * K + k], sa += fabs((double)x[k] * wd[n * K + k]);
+            double err = fabs(y[n] - exact), rel = gamma_n(K + 4.0) * sa * 3.0;
+            CHECK_MSG(err <= rel + K * 0x1p-149, "%s: y[%d] = %a, exact %a: beyond the bound", prec ? "fast" : "exact", n,
+                      (double)y[n], exact);
+            CHECK_MSG(err > rel, "%s: y[%d]: the products did not underflow (the case tests nothing)", prec ? "fast" : "exact", n);
+        }
+    }
+    qtk_tensor_free(t);
+}
+
+TEST_MAIN("matmul", T(errors), T(integer_path_huge_scale), T(underflowing_products), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
           T(thread_invariance), T(extreme_scales))
