@@ -46,7 +46,7 @@ cmake --build "$out/qtk" -j "$jobs" --target qtk_static >/dev/null
 
 cc="${CC:-cc}"
 "$cc" -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -Wall -Wextra \
-    -I"$root/include" -I"$ggml_src/include" \
+    -I"$root/include" -I"$out/qtk/include" -I"$ggml_src/include" \
     "$here/bench_ggml.c" -o "$out/bench_ggml" \
     "$out/qtk/libqtk.a" \
     -L"$ggml_build/src" -lggml -lggml-cpu -lggml-base -Wl,-rpath,"$ggml_build/src" \

@@ -18,7 +18,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 lib="$bld/src"
 [ -f "$lib/libggml-base.so" ] || lib="$bld"
 out="$here/build/ggml_compare"
-cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -I"$here/include" -I"$src/include" "$here/bench/ggml_compare.c" \
+cc -std=c11 -O2 -D_POSIX_C_SOURCE=200809L -I"$here/include" -I"$here/build/include" -I"$src/include" "$here/bench/ggml_compare.c" \
     "$here/build/libqtk.a" -L"$lib" -lggml-base -Wl,-rpath,"$lib" -lm -lpthread -o "$out"
 cd "$here"
 exec "$out" "${1:-../shared/data/burn/mnist.safetensors}" ${2:-}
