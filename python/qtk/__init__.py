@@ -219,6 +219,7 @@ def convert(
     input_layout: Optional[str] = None,
     max_shard_size: Union[None, int, str] = None,
     threads: Optional[int] = None,
+    imatrix: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
     """Converts the checkpoint at src into dst, between formats and schemes, one tensor at a time.
 
@@ -238,7 +239,9 @@ def convert(
     ``layout`` writes a Hugging Face Hub layout ('gpt-oss', 'modelopt', 'compressed-tensors',
     'deepseek', 'bnb'); ``input_layout`` reads one ('none': the stored tensors);
     ``max_shard_size`` (bytes, or '5GB') writes shards. An existing dst is replaced only with
-    ``force``.
+    ``force``. ``calibration`` is 'minmax', 'absmean' or 'mse'; with 'mse', ``imatrix`` (the
+    path of a llama.cpp importance matrix, GGUF or legacy .dat) weighs each tensor's error by
+    its entry; tensors without one are quantized unweighted (listed in 'notices').
 
     ``progress``: None (nothing), True (a tqdm-style bar on stderr when it is a terminal), or
     a callable called after each tensor with (done, total) tensors; an exception it raises
@@ -260,7 +263,8 @@ def convert(
             src, dst, scheme=scheme, rules=_rules(rules), only=only, skip=skip,
             min_elements=min_elements, dtype=dtype, cast_floats=cast_floats,
             calibration=calibration, input_layout=input_layout, layout=layout,
-            max_shard_size=_size(max_shard_size), force=force, threads=threads, progress=cb)
+            max_shard_size=_size(max_shard_size), force=force, threads=threads, progress=cb,
+            imatrix=imatrix)
     finally:
         if bar is not None:
             bar.close()
@@ -277,6 +281,7 @@ def evaluate(
     input_layout: Optional[str] = None,
     threads: Optional[int] = None,
     progress: Union[None, bool, Callable[[int, int], Any]] = None,
+    imatrix: Optional[PathLike] = None,
 ) -> Dict[str, Any]:
     """What each scheme costs and loses on a checkpoint, writing nothing (``qtk eval``).
 
@@ -287,7 +292,10 @@ def evaluate(
     'stored', 'shape', 'numel', 'results': per column 'ok', 'bytes', 'numel',
     'bits_per_element', 'rmse', 'max_abs', 'sqnr_db' -- or 'ok': False and 'error' where
     the scheme does not fit the shape) and 'totals' (per column, over the tensors it fits,
-    with 'failed' the count it did not). SQNR is +inf when exact.
+    with 'failed' the count it did not). SQNR is +inf when exact. With ``imatrix`` (a
+    llama.cpp importance matrix's path) the 'mse' columns quantize with each tensor's entry,
+    each tensor says whether it had one ('weighted'), and its results and the totals also
+    carry 'weighted_sqnr_db' (the error weighted by the matrix).
     """
     if isinstance(schemes, (str, Scheme)):
         schemes = [schemes]
@@ -295,7 +303,7 @@ def evaluate(
     cb, bar = _progress(progress, "eval")
     try:
         return _qtk.evaluate(path, specs, calibrations, only=only, skip=skip, min_elements=min_elements,
-                             input_layout=input_layout, threads=threads, progress=cb)
+                             input_layout=input_layout, threads=threads, progress=cb, imatrix=imatrix)
     finally:
         if bar is not None:
             bar.close()

@@ -168,10 +168,26 @@ static double now(void) {
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* An optional importance-matrix path (None: no matrix) opened with qtk_imatrix_open. */
+static int open_imatrix(PyObject *o, qtk_imatrix **out) {
+    *out = NULL;
+    if (o == Py_None) return 0;
+    PyObject *b = NULL;
+    if (!PyUnicode_FSConverter(o, &b)) return qtkpy_fail(QTK_E_ARG, "imatrix must be a path or None"), -1;
+    qtk_status st;
+    const char *p = PyBytes_AS_STRING(b);
+    Py_BEGIN_ALLOW_THREADS
+    st = qtk_imatrix_open(p, out);
+    Py_END_ALLOW_THREADS
+    Py_DECREF(b);
+    if (st) return qtkpy_raise(st), -1;
+    return 0;
+}
+
 const char qtkpy_convert_doc[] =
     "convert(src, dst, scheme=None, rules=None, only=None, skip=None, min_elements=1024, dtype=None,\n"
     "        cast_floats=False, calibration='minmax', input_layout=None, layout=None, max_shard_size=None,\n"
-    "        force=False, threads=None, progress=None) -> dict\n\n"
+    "        force=False, threads=None, progress=None, imatrix=None) -> dict\n\n"
     "The C entry point of qtk.convert (which see); progress is None or a callable taking\n"
     "(done, total, bytes_done, bytes_total).";
 
@@ -179,16 +195,17 @@ PyObject *qtkpy_convert(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static const char *kwlist[] = {"src", "dst", "scheme", "rules", "only", "skip", "min_elements", "dtype",
                                    "cast_floats", "calibration", "input_layout", "layout", "max_shard_size", "force",
-                                   "threads", "progress", NULL};
+                                   "threads", "progress", "imatrix", NULL};
     PyObject *src = NULL, *dst = NULL, *scheme_o = Py_None, *rules_o = Py_None, *only_o = Py_None, *skip_o = Py_None,
-             *minel_o = Py_None, *shard_o = Py_None, *progress = Py_None;
+             *minel_o = Py_None, *shard_o = Py_None, *progress = Py_None, *imatrix_o = Py_None;
+    qtk_imatrix *im = NULL;
     qtk_convert_options o = {0};
     int cast = 0, force = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&|OOOOOO&pO&O&O&OpO&O:convert", QTKPY_KW(kwlist), qtkpy_path_conv, &src,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&|OOOOOO&pO&O&O&OpO&OO:convert", QTKPY_KW(kwlist), qtkpy_path_conv, &src,
                                      qtkpy_path_conv, &dst, &scheme_o, &rules_o, &only_o, &skip_o, &minel_o,
                                      out_dtype_conv, &o.dtype, &cast, qtkpy_calibration_conv, &o.calibration,
                                      qtkpy_layout_conv, &o.input_layout, qtkpy_layout_conv, &o.layout, &shard_o, &force,
-                                     qtkpy_threads_conv, &o.threads, &progress)) {
+                                     qtkpy_threads_conv, &o.threads, &progress, &imatrix_o)) {
         Py_XDECREF(src);
         Py_XDECREF(dst);
         return qtkpy_rewrap("convert");
@@ -219,11 +236,17 @@ PyObject *qtkpy_convert(PyObject *self, PyObject *args, PyObject *kw) {
         qtkpy_fail(QTK_E_ARG, "progress must be callable or None");
         goto done_scheme;
     }
+    if (imatrix_o != Py_None && o.calibration != QTK_CALIB_MSE) {
+        qtkpy_fail(QTK_E_ARG, "imatrix weighs the error calibration 'mse' minimizes: give calibration='mse'");
+        goto done_scheme;
+    }
     qtk_status st = qtk_convert_check(&o);
     if (st) {
         qtkpy_raise(st);
         goto done_scheme;
     }
+    if (open_imatrix(imatrix_o, &im)) goto done_scheme;
+    o.imatrix = im;
     x.progress = progress == Py_None ? NULL : progress;
     x.plan = PyList_New(0);
     x.notices = PyList_New(0);
@@ -260,6 +283,7 @@ PyObject *qtkpy_convert(PyObject *self, PyObject *args, PyObject *kw) {
 done_scheme:
     Py_XDECREF(scheme_o);
 done:
+    qtk_imatrix_close(im);
     Py_XDECREF(x.et);
     Py_XDECREF(x.ev);
     Py_XDECREF(x.etb);
@@ -286,6 +310,11 @@ static PyObject *cell_dict(const qtk_eval_cell *c, size_t n_failed, bool total) 
     PyObject *d = Py_BuildValue("{s:O,s:n,s:n,s:N,s:N,s:N,s:N}", "ok", Py_True, "bytes", (Py_ssize_t)c->bytes, "numel",
                                 (Py_ssize_t)c->numel, "bits_per_element", nan_none(m.bits_per_el), "rmse", nan_none(m.rmse),
                                 "max_abs", nan_none(m.max_abs), "sqnr_db", nan_none(m.sqnr_db));
+    if (d && c->weighted) {
+        PyObject *w = nan_none(m.wsqnr_db);
+        if (!w || PyDict_SetItemString(d, "weighted_sqnr_db", w) < 0) Py_CLEAR(d);
+        Py_XDECREF(w);
+    }
     if (d && total) {
         PyObject *f = PyLong_FromSize_t(n_failed);
         if (!f || PyDict_SetItemString(d, "failed", f) < 0) Py_CLEAR(d);
@@ -296,22 +325,23 @@ static PyObject *cell_dict(const qtk_eval_cell *c, size_t n_failed, bool total) 
 
 const char qtkpy_evaluate_doc[] =
     "evaluate(path, schemes, calibrations=None, only=None, skip=None, min_elements=1024, input_layout=None,\n"
-    "         threads=None, progress=None) -> dict\n\n"
+    "         threads=None, progress=None, imatrix=None) -> dict\n\n"
     "The C entry point of qtk.evaluate (which see).";
 
 PyObject *qtkpy_evaluate(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static const char *kwlist[] = {"path", "schemes", "calibrations", "only", "skip", "min_elements", "input_layout",
-                                   "threads", "progress", NULL};
+                                   "threads", "progress", "imatrix", NULL};
     PyObject *path = NULL, *schemes_o, *calibs_o = Py_None, *only_o = Py_None, *skip_o = Py_None, *minel_o = Py_None,
-             *progress = Py_None;
+             *progress = Py_None, *imatrix_o = Py_None;
     qtk_eval_options o = {0};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|OOOOO&O&O:evaluate", QTKPY_KW(kwlist), qtkpy_path_conv, &path,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O|OOOOO&O&OO:evaluate", QTKPY_KW(kwlist), qtkpy_path_conv, &path,
                                      &schemes_o, &calibs_o, &only_o, &skip_o, &minel_o, qtkpy_layout_conv, &o.input_layout,
-                                     qtkpy_threads_conv, &o.threads, &progress)) {
+                                     qtkpy_threads_conv, &o.threads, &progress, &imatrix_o)) {
         Py_XDECREF(path);
         return qtkpy_rewrap("evaluate");
     }
+    qtk_imatrix *im = NULL;
     const char **schemes = NULL, **calib_names = NULL;
     qtk_calibration *calibs = NULL;
     PyObject *result = NULL, *columns = NULL, *rows = NULL, *totals = NULL;
@@ -341,6 +371,8 @@ PyObject *qtkpy_evaluate(PyObject *self, PyObject *args, PyObject *kw) {
         qtkpy_fail(QTK_E_ARG, "progress must be callable or None");
         goto done;
     }
+    if (open_imatrix(imatrix_o, &im)) goto done;
+    o.imatrix = im;
     o.schemes = schemes;
     o.calibrations = calibs;
     o.n_calibrations = nc;
@@ -390,8 +422,9 @@ PyObject *qtkpy_evaluate(PyObject *self, PyObject *args, PyObject *kw) {
             Py_XDECREF(c);
         }
         PyObject *shape = cells ? qtkpy_shape_tuple(row->shape, row->rank) : NULL;
-        PyObject *d = shape ? Py_BuildValue("{s:s,s:s,s:N,s:n,s:N}", "name", row->name, "stored", row->stored, "shape",
-                                            shape, "numel", (Py_ssize_t)row->numel, "results", cells)
+        PyObject *d = shape ? Py_BuildValue("{s:s,s:s,s:N,s:n,s:O,s:N}", "name", row->name, "stored", row->stored, "shape",
+                                            shape, "numel", (Py_ssize_t)row->numel, "weighted",
+                                            row->weighted ? Py_True : Py_False, "results", cells)
                             : NULL;
         if (!d) {
             if (!shape) Py_XDECREF(cells);
@@ -404,6 +437,7 @@ PyObject *qtkpy_evaluate(PyObject *self, PyObject *args, PyObject *kw) {
     result = Py_BuildValue("{s:O,s:O,s:O}", "columns", columns, "tensors", rows, "totals", totals);
 done:
     qtk_eval_report_free(r);
+    qtk_imatrix_close(im);
     Py_XDECREF(columns);
     Py_XDECREF(rows);
     Py_XDECREF(totals);

@@ -184,3 +184,48 @@ def test_evaluate(burn):
     assert fc1["ok"] and fc1["numel"] == 32 * 11616 and fc1["rmse"] > 0
     with pytest.raises(qtk.Error):
         qtk.evaluate(burn / "mnist.safetensors", ["nope"])
+
+
+def _legacy_imatrix(path, entries):
+    """A llama.cpp legacy .dat importance matrix: {name: weights} with ncall 1."""
+    import struct
+
+    b = struct.pack("<i", len(entries))
+    for name, w in entries.items():
+        w = np.asarray(w, dtype="<f4")
+        b += struct.pack("<i", len(name)) + name.encode() + struct.pack("<ii", 1, w.size) + w.tobytes()
+    path.write_bytes(b)
+
+
+def test_imatrix_convert_and_evaluate(tmp_path):
+    rng = np.random.default_rng(5)
+    t = {"model.layers.0.mlp.up_proj.weight": rng.standard_normal((64, 128)).astype(np.float32),
+         "other.weight": rng.standard_normal((64, 128)).astype(np.float32)}
+    qtk.save(tmp_path / "m.safetensors", t)
+    w = (1.0 + np.arange(128) % 7).astype(np.float32)
+    w[5] = 400.0
+    _legacy_imatrix(tmp_path / "m.dat", {"blk.0.ffn_up.weight": w})
+    spec = "q4f,block=32:f16"
+    s = qtk.convert(tmp_path / "m.safetensors", tmp_path / "w.bpk", scheme=spec, calibration="mse",
+                    imatrix=tmp_path / "m.dat")
+    assert [n for n, text in s["notices"] if "importance" in text] == ["other.weight"]
+    qtk.convert(tmp_path / "m.safetensors", tmp_path / "p.bpk", scheme=spec, calibration="mse")
+    with qtk.open(tmp_path / "w.bpk") as a, qtk.open(tmp_path / "p.bpk") as b:
+        up = "model.layers.0.mlp.up_proj.weight"
+        assert a.tensor(up).tobytes() != b.tensor(up).tobytes()  # the weights changed the choice
+        assert a.tensor("other.weight").tobytes() == b.tensor("other.weight").tobytes()
+        # the heavily weighted column comes out better
+        x = t[up][:, 5]
+        assert np.sum((a.numpy(up)[:, 5] - x) ** 2) < np.sum((b.numpy(up)[:, 5] - x) ** 2)
+    r = qtk.evaluate(tmp_path / "m.safetensors", [spec], ["minmax", "mse"], imatrix=tmp_path / "m.dat")
+    rows = {row["name"]: row for row in r["tensors"]}
+    assert rows[up]["weighted"] and not rows["other.weight"]["weighted"]
+    mm, mse = rows[up]["results"]
+    assert mse["weighted_sqnr_db"] > mm["weighted_sqnr_db"]
+    assert "weighted_sqnr_db" not in rows["other.weight"]["results"][0]
+    assert "weighted_sqnr_db" in r["totals"][1]
+    with pytest.raises(qtk.Error, match="calibration='mse'"):
+        qtk.convert(tmp_path / "m.safetensors", tmp_path / "x.bpk", scheme=spec, imatrix=tmp_path / "m.dat")
+    with pytest.raises(qtk.Error) as e:
+        qtk.evaluate(tmp_path / "m.safetensors", [spec], imatrix=tmp_path / "missing.dat")
+    assert e.value.status == "QTK_E_IO" and not (tmp_path / "x.bpk").exists()
