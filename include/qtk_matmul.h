@@ -37,8 +37,9 @@
  *   BitNet b1.58 intends); each is scaled once by (weight scale · s_b). The activation
  *   rounding adds
  *       |y - y*| <= Σ_b (s_b / 2) · Σ_{k in b} |w'_k| · (1 + 2^-8)  +  γ(K + 4) · (Σ_k |x_k w'_k| + |bias| + 2 E_q)
- *                   + K · 2^-149
- *   (E_q the first term; the last, underflow, as above), about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the
+ *                   + K · 2^-134
+ *   (E_q the first term; the last is underflow: a block's scale, weight scale · s_b, may
+ *   lose 2^-150 when it falls below f32's normal range, times the block's integer sum), about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the
  *   output's scale typically. Everything else runs the exact path even when FAST is asked
  *   for: schemes without an integer path (nf4, e4m3, e5m2, 8-bit tables, other layouts),
  *   and M > 8, where the exact tiled kernel is faster than the integer one. FAST only ever

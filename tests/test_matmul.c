@@ -970,6 +970,61 @@ static void underflowing_products(void) {
     qtk_tensor_free(t);
 }
 
-TEST_MAIN("matmul", T(errors), T(integer_path_huge_scale), T(underflowing_products), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
+/* Padding fields (past a row's end, in its last byte and in the kernels' last step) meet
+ * x = 0; a table whose code 0 overflows under the row's scale (w' = -inf) must not turn them
+ * into 0 x inf = NaN when the row's own codes are all finite (found by fuzz_tensor: a table
+ * read from the tensor's bytes). Every configuration, both layouts, fused and tiled. */
+static void padding_codes_overflow(void) {
+    float t[16];
+    t[0] = -1e38f;
+    for (int i = 1; i < 16; i++) t[i] = (float)(i - 8);
+    CHECK_OK(qtk_table_register("pad-ovf", t, 16));
+    static const char *const specs[] = {"q4f,table=pad-ovf,block=32:f32", "q4f,table=pad-ovf,block=32:f32,store=native"};
+    const config *cfs[N_CONFIGS];
+    size_t ncf = simd_configs(cfs);
+    uint64_t seed = 4242;
+    for (size_t si = 0; si < 2; si++)
+        for (int lay = 0; lay < 2; lay++)
+            for (size_t M = 1; M <= 9; M += 8) {
+                const size_t R = 5, C = 37; /* C: not a multiple of a byte's fields, a block or a step */
+                size_t shape[2] = {R, C};
+                float w[5 * 37], sc[5 * 2];
+                for (size_t i = 0; i < R * C; i++) w[i] = t[1 + trand_u64(&seed) % 15] * 100.0f;
+                for (size_t i = 0; i < R * 2; i++) sc[i] = 100.0f;
+                qtk_scheme s;
+                CHECK_OK(qtk_scheme_parse(specs[si], &s));
+                qtk_quantize_options qo = {.scales = sc, .n_scales = R * 2};
+                qtk_tensor *q = NULL;
+                CHECK_OK(qtk_quantize(w, shape, 2, &s, &qo, &q));
+                if (!q) continue;
+                size_t N = lay ? C : R, K = lay ? R : C;
+                float x[9 * 37], y[9 * 37];
+                for (size_t i = 0; i < M * K; i++) x[i] = trand_normal(&seed);
+                for (size_t ci = 0; ci <= ncf; ci++) {
+                    if (ci < ncf) use_config(cfs[ci]);
+                    else qtk_set_isa(QTK_ISA_SCALAR);
+                    for (int prec = 0; prec < 2; prec++) {
+                        qtk_matmul_options o = {(qtk_mm_layout)lay, (qtk_precision)prec, 1};
+                        CHECK_OK(qtk_matmul(q, x, QTK_DTYPE_F32, M, K, NULL, y, N, &o));
+                        for (size_t m = 0; m < M; m++)
+                            for (size_t n = 0; n < N; n++) {
+                                double e = 0, a = 0;
+                                for (size_t k = 0; k < K; k++) {
+                                    double wv = lay ? w[k * C + n] : w[n * C + k];
+                                    e += wv * x[m * K + k], a += fabs(wv * x[m * K + k]);
+                                }
+                                CHECK_MSG(isfinite(y[m * N + n]) && fabs(y[m * N + n] - e) <= 0.02 * a + 1e-6,
+                                          "%s %s M=%zu %s %s: y[%zu][%zu] = %g, want %g", specs[si], lay ? "kn" : "nk", M,
+                                          ci < ncf ? config_name(cfs[ci]) : "scalar", prec ? "fast" : "exact", m, n,
+                                          (double)y[m * N + n], e);
+                            }
+                    }
+                }
+                reset_config();
+                qtk_tensor_free(q);
+            }
+}
+
+TEST_MAIN("matmul", T(errors), T(integer_path_huge_scale), T(underflowing_products), T(padding_codes_overflow), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
           T(thread_invariance), T(extreme_scales))

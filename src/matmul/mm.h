@@ -60,6 +60,8 @@ typedef struct qtk__mmw {
     unsigned per;           /* codes per byte in the stream: 1, 2 or 4 */
     size_t row_bytes;       /* bytes from one tensor row's first field to the next's */
     float table[16];        /* value of each code (T8, T4; T2 repeats its 4 values) */
+    uint8_t pad;            /* a byte of padding fields: the code of least |value| in each
+                             * (so that value x scale is finite and meets x = 0 as 0) */
     /* integer view (precision fast): value(code) = ival[code] * 2^-ishift */
     bool int_ok;
     int8_t ival[16];        /* integer value of each code for T8/T4/T2; I8 needs none */

@@ -271,11 +271,25 @@ MV_AI size_t row_field_bytes(const int dk, size_t k) {
     return dk == DK_F32 ? 4 * k : (k + dk_per(dk) - 1) / dk_per(dk);
 }
 
-/* A row's last, partial step: its bytes (only the row's: fp8 codes past it read as 0,
- * integer and table codes past it are padding fields, which meet x = 0 or are not kept)
- * copied into a zeroed buffer that the full-step code then reads. */
+/* A row's last, partial step of nf fields: its bytes (only the row's) copied into a buffer
+ * of padding fields that the full-step code then reads. The padding fields (those of the
+ * row's last byte past its end too) hold the view's pad code, whose w' is finite, so that
+ * with x = 0 they add exactly 0 (fp8 and f32: 0 bytes, the value 0). */
 #define TAIL_BYTES (4u * MV_B)
-MV_AI const uint8_t *tail_copy(uint8_t *buf, const uint8_t *src, size_t n) {
+MV_AI const uint8_t *tail_copy(uint8_t *buf, const uint8_t *src, const int dk, size_t nf, uint8_t pad) {
+    size_t n = row_field_bytes(dk, nf);
+    memset(buf, dk_natural(dk) ? 0 : pad, TAIL_BYTES);
+    memcpy(buf, src, n);
+    const unsigned per = dk_per(dk), used = (unsigned)(nf % per);
+    if (dk != DK_F32 && used) { /* the first fields of a byte are in its low bits */
+        unsigned keep = (1u << (used * (8u / per))) - 1u;
+        buf[n - 1] = (uint8_t)((buf[n - 1] & keep) | (pad & ~keep));
+    }
+    return buf;
+}
+/* The same for the integer path, where padding fields meet q = 0 exactly whatever their
+ * code (integer products): the row's bytes, then zeros. */
+MV_AI const uint8_t *tail_copy_raw(uint8_t *buf, const uint8_t *src, size_t n) {
     memset(buf, 0, TAIL_BYTES);
     memcpy(buf, src, n);
     return buf;
@@ -361,7 +375,7 @@ MV_AI void exf_row(const int dk, const int md, const unsigned MR, const qtk__mm 
     size_t bi = 0, cnt = 0;
     for (size_t st = 0; st < nst; st++) {
         const uint8_t *src = row + st * sb;
-        if (st == nfull) src = tail_copy(tb, src, row_field_bytes(dk, K) - st * sb);
+        if (st == nfull) src = tail_copy(tb, src, dk, K - st * sf, c->w.pad);
         mv_prefetch(src + 1024); /* the row's next bytes (or the next row's) */
         exf_step(dk, md, MR, kc, src, bs + bi, xr, acc);
         MV_UNROLL
@@ -488,7 +502,7 @@ MV_AI void dec_row(const int dk, const qtk__mm *c, const mv_consts *kc, size_t r
     size_t k = c0;
     for (; k < have; k += sf) {
         const uint8_t *src = row + (k / sf) * sb;
-        if (have - k < sf) src = tail_copy(tb, src, row_field_bytes(dk, have) - (k / sf) * sb);
+        if (have - k < sf) src = tail_copy(tb, src, dk, have - (k / sf) * sf, w->pad);
         dec_step(dk, kc, src, bs + (bc == (size_t)-1 ? 0 : k / bc - b0), dst + (k - c0));
     }
     for (; k < c0 + nc; k++) dst[k - c0] = 0.0f;
@@ -572,7 +586,7 @@ MV_AI void knf_block(const int dk, const unsigned MR, const qtk__mm *c, const mv
             const uint8_t *src[4];
                 for (unsigned g = 0; g < 4; g++) {
                 src[g] = rowp[g] + (cc / sf) * sb;
-                if (tail) src[g] = tail_copy(tb[g], src[g], row_field_bytes(dk, have) - (cc / sf) * sb);
+                if (tail) src[g] = tail_copy(tb[g], src[g], dk, have - (cc / sf) * sf, w->pad);
                 if (!dk_natural(dk)) step_planes(dk, kc, mvi_loadu(src[g]), P[g]);
                 win[g] = dk == DK_F32 ? mvf_zero() : kc->split ? mvf_loadu(bsb + g * bsld + bi) : mvf_bcast(bsb + g * bsld + bi);
             }

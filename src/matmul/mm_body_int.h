@@ -150,7 +150,7 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const unsigned MR, con
     uint8_t tb[TAIL_BYTES];
     for (; st < nst;) {
         const uint8_t *src = row + st * MV_B;
-        if (st == nfull) src = tail_copy(tb, src, rbytes - st * MV_B);
+        if (st == nfull) src = tail_copy_raw(tb, src, rbytes - st * MV_B);
         SFX(int_step)(ik, iv, MR, 0, kc, bs + bi, src, xq, xs, xc, facc);
         NEXT_STEP();
     }

@@ -68,7 +68,17 @@ void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
         w->kind = cw == 4 ? QTK__MMK_T4 : QTK__MMK_T2;
     }
     if (w->kind == QTK__MMK_NONE) return;
-    if (w->kind == QTK__MMK_T8 || w->kind == QTK__MMK_T4 || w->kind == QTK__MMK_T2) fill_table(w, p);
+    if (w->kind == QTK__MMK_T8 || w->kind == QTK__MMK_T4 || w->kind == QTK__MMK_T2) {
+        fill_table(w, p);
+        /* The fields past a row's end (the padding of its last byte, and of the kernels'
+         * last step) meet x = 0; their code must give a finite w' (0 x inf would be NaN):
+         * the code of least |value| (the value a table's code 0 has may overflow under the
+         * row's scale when the row's own codes do not). */
+        unsigned z = 0, n = w->kind == QTK__MMK_T2 ? 4u : 16u;
+        for (unsigned i = 1; i < n; i++)
+            if (fabsf(w->table[i]) < fabsf(w->table[z])) z = i;
+        w->pad = (uint8_t)(w->kind == QTK__MMK_T4 ? z * 0x11u : w->kind == QTK__MMK_T2 ? z * 0x55u : z);
+    }
     w->int_ok = integer_view(w, p);
 }
 
