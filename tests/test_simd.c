@@ -6,6 +6,8 @@
  * FTZ/DAZ or rounding mode does not leak in. */
 #include "test.h"
 
+#include "kernels/plan.h"
+
 #include <fenv.h>
 #include <stdbool.h>
 #if defined(__SSE__)
@@ -331,6 +333,55 @@ static void lookup_tiny_quotients(void) {
     CHECK_OK(qtk_set_isa(QTK_ISA_AUTO));
 }
 
+/* Tables of more than 16 entries find the nearest entry by bisection over their distinct
+ * entries: the same index as the scan (exact distances, lowest index on a tie) on random
+ * unsorted tables with repeated entries and both zeros, for the entries themselves, their
+ * exact midpoints and the floats next to them, random values and values beyond the range. */
+static void lookup_bisection_matches_scan(void) {
+    static float t[256];
+    for (int i = 0; i < 256; i++) t[i] = (float)(i - 128);
+    CHECK_OK(qtk_table_register("bisect256", t, 256));
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("q8f,table=bisect256,block=8:f32", &s));
+    size_t shape[1] = {8};
+    static qtk__plan p;
+    uint64_t seed = 77;
+    size_t checked = 0, mism = 0;
+    for (int trial = 0; trial < 60; trial++) {
+        for (int i = 0; i < 256; i++) {
+            uint64_t r = trand_u64(&seed);
+            int pool = trial % 3 == 0 ? 40 : trial % 3 == 1 ? 256 : 7; /* many, some, few repeats */
+            t[i] = (float)((int)(r % (uint64_t)pool) - pool / 2) * (trial % 2 ? 0.37f : 1.0f);
+            if (r % 97 == 0) t[i] = -0.0f;
+            if (trial >= 50) t[i] = ldexpf((float)((int)(r % 11) - 5), (int)((r >> 8) % 40) - 20); /* wide range */
+        }
+        CHECK_OK(qtk__plan_init(&p, &s, shape, 1, t));
+        CHECK(p.n_sorted > 0);
+        float qs[4 * 256 + 8];
+        size_t nq = 0;
+        for (int i = 0; i < 256; i++) {
+            float a = t[i], b = t[(i * 7 + 3) % 256];
+            float m = (float)(((double)a + (double)b) / 2);
+            qs[nq++] = a;
+            qs[nq++] = m;
+            qs[nq++] = nextafterf(m, INFINITY);
+            qs[nq++] = nextafterf(m, -INFINITY);
+        }
+        qs[nq++] = 1e30f, qs[nq++] = -1e30f, qs[nq++] = 0.0f, qs[nq++] = -0.0f;
+        qs[nq++] = p.tmin, qs[nq++] = p.tmax, qs[nq++] = nextafterf(p.tmin, 0), qs[nq++] = nextafterf(p.tmax, 0);
+        for (size_t k = 0; k < nq; k++) {
+            float qc = qs[k] < p.tmin ? p.tmin : qs[k] > p.tmax ? p.tmax : qs[k];
+            uint32_t a = qtk__lookup_nearest(&p, qs[k]), b = qtk__lookup_scan(&p, qc);
+            if (a != b && mism++ < 5)
+                CHECK_MSG(false, "trial %d: q = %a: bisection gives %u (%a), the scan %u (%a)", trial, (double)qs[k], a,
+                          (double)t[a], b, (double)t[b]);
+            checked++;
+        }
+    }
+    CHECK(mism == 0);
+    CHECK(checked > 60000);
+}
+
 TEST_MAIN("simd", T(isa_api), T(levels_match_reference), T(mse_levels_match_reference), T(threads_deterministic),
           T(caller_fp_mode_ignored),
-          T(lookup_tiny_quotients))
+          T(lookup_tiny_quotients), T(lookup_bisection_matches_scan))

@@ -79,6 +79,24 @@ void qtk__plan_set_table(qtk__plan *p, const float *table) {
         if (p->table[i] < p->tmin) p->tmin = p->table[i];
         if (p->table[i] > p->tmax) p->tmax = p->table[i];
     }
+    /* larger tables: the distinct entries ascending, each with its lowest index (an
+     * insertion sort of at most 256; entries are finite, checked where tables come from) */
+    p->n_sorted = 0;
+    if (n > 16) {
+        size_t m = 0;
+        for (size_t i = 0; i < n; i++) {
+            float v = p->table[i];
+            size_t k = m;
+            while (k > 0 && p->sorted[k - 1] > v) k--;
+            if (k > 0 && p->sorted[k - 1] == v) continue; /* held by a lower index already */
+            memmove(p->sorted + k + 1, p->sorted + k, (m - k) * sizeof(float));
+            memmove(p->sorted_idx + k + 1, p->sorted_idx + k, (m - k) * sizeof(uint8_t));
+            p->sorted[k] = v;
+            p->sorted_idx[k] = (uint8_t)i;
+            m++;
+        }
+        p->n_sorted = (uint16_t)m;
+    }
     p->zero_code = qtk__lookup_nearest(p, 0.0f);
     float a = fabsf(p->tmin), b = fabsf(p->tmax);
     p->div = a > b ? a : b;

@@ -43,6 +43,11 @@ typedef struct qtk__plan {
     float tmin, tmax;
     uint32_t zero_code;           /* field for an element whose effective scale is 0 */
     float table[256];             /* lookup entries (last: only table_n are initialised) */
+    /* tables of more than 16 entries: the distinct entries ascending, each with the lowest
+     * table index holding it (the nearest entry is then found by bisection) */
+    uint16_t n_sorted;
+    uint8_t sorted_idx[256];
+    float sorted[256];
 } qtk__plan;
 
 typedef struct qtk__row {
@@ -92,9 +97,11 @@ static inline int qtk__mid_side(float q, float a, float b) {
     return e > 0 ? -1 : e < 0 ? 1 : 0;
 }
 
-/* Index of the table entry nearest q (lowest index on a tie), distances compared exactly. */
-static inline uint32_t qtk__lookup_nearest(const qtk__plan *p, float q) {
-    float qc = q < p->tmin ? p->tmin : q > p->tmax ? p->tmax : q;
+/* Index of the table entry nearest q (lowest index on a tie), distances compared exactly.
+ * Up to 16 entries: a scan. Larger tables: bisection over the distinct entries ascending;
+ * the nearest is one of the two around q, and on a tie (q on their exact midpoint) the
+ * lower table index, which is what the scan gives (tests/test_simd.c compares the two). */
+static inline uint32_t qtk__lookup_scan(const qtk__plan *p, float qc) {
     uint32_t best = 0;
     for (size_t i = 1; i < p->table_n; i++) {
         float t = p->table[i], b = p->table[best];
@@ -103,6 +110,22 @@ static inline uint32_t qtk__lookup_nearest(const qtk__plan *p, float q) {
         if (t < b ? side < 0 : side > 0) best = (uint32_t)i;
     }
     return best;
+}
+
+static inline uint32_t qtk__lookup_nearest(const qtk__plan *p, float q) {
+    float qc = q < p->tmin ? p->tmin : q > p->tmax ? p->tmax : q;
+    if (!p->n_sorted) return qtk__lookup_scan(p, qc);
+    /* the first sorted entry >= qc (qc is within [tmin, tmax]: one exists) */
+    size_t lo = 0, hi = p->n_sorted - 1u;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->sorted[mid] < qc) lo = mid + 1;
+        else hi = mid;
+    }
+    if (lo == 0 || p->sorted[lo] == qc) return p->sorted_idx[lo];
+    uint32_t a = p->sorted_idx[lo - 1], b = p->sorted_idx[lo];
+    int side = qtk__mid_side(qc, p->sorted[lo - 1], p->sorted[lo]);
+    return side < 0 ? a : side > 0 ? b : (a < b ? a : b);
 }
 
 /* The field (bits wide, unsigned code) for input x under effective scale e. */
