@@ -139,9 +139,6 @@ typedef struct {
     int ncal;
 } bench_cfg;
 
-static const char *cal_name(qtk_calibration c) {
-    return qtk_calibration_name(c);
-}
 
 /* base_s: the minmax quantize time of the same scheme in this run (0: none to compare) */
 static void report(const bench_cfg *c, const char *scheme, const char *op, const char *cal, size_t n, const char *isa,
@@ -239,7 +236,7 @@ static int bench_size(const char *cmd, const bench_cfg *c, const char *const *sc
             }
             for (int ci = 0; ci < c->ncal; ci++)
                 if (!skip[ci])
-                    report(c, schemes[k], "quantize", cal_name(c->cals[ci]), n, iname, bq[ci], mc, rd, wr,
+                    report(c, schemes[k], "quantize", qtk_calibration_name(c->cals[ci]), n, iname, bq[ci], mc, rd, wr,
                            ci ? bq[0] : 0);
             report(c, schemes[k], "dequantize", "-", n, iname, bd, mc, rd, wr, 0);
         }

@@ -1,26 +1,4 @@
 /* mm_avx512.c — the matmul kernels at 16 lanes (AVX-512 F/BW/DQ/VL; AVX512-VNNI where the CPU has it). */
 #include "mmv_avx512.h"
 
-#include "mm_body.h"
-
-#define MV_IT
-#define MV_DP 0
-#define SFX(x) x##_mad
-#include "mm_body_int.h"
-#undef MV_DP
-#undef SFX
-#undef MV_IT
-#define MV_IT MV_DP_TARGET
-#define MV_DP 1
-#define SFX(x) x##_vnni
-#include "mm_body_int.h"
-#undef MV_DP
-#undef SFX
-#undef MV_IT
-
-static void nk_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
-    if (c->ivar == IV_DP) nk_int_vnni(c, n0, n1, ws);
-    else nk_int_mad(c, n0, n1, ws);
-}
-
-#include "mm_isa.h"
+#include "mm_simd.h"
