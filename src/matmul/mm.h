@@ -105,6 +105,7 @@ typedef struct qtk__mm {
     float *xs;          /* scales: per block (portable) or per lane (SIMD), see the kernels */
     int32_t *xc;        /* SIMD: per-lane offset corrections (see mm_avx512_int.c) */
     size_t xs_ld, xc_ld;/* per-row strides of xs and xc */
+    float xs_max;       /* integer path: the largest activation scale (NaN aside) */
     int ivar;           /* integer path: the flavour of dot product (mm_body_int.h) */
     int ioff;           /* integer path: the offset added to the weights (xc holds -ioff x Σq) */
     /* per-thread scratch */
@@ -190,10 +191,15 @@ QTK_INTERNAL qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, in
  * fields [4 per l, 4 per (l+1)) of the step, all in one activation block: xs gets that
  * block's scale per step and lane, and xc (if not NULL) -offset x the sum of q over the
  * lane, which turns the dot product of unsigned weights (value + offset) back into the
- * signed one. */
+ * signed one. q holds kq values (zeros past k). */
 QTK_INTERNAL void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L,
                                      int offset, int8_t *dst, float *xs, int32_t *xc, size_t kq);
 QTK_INTERNAL void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws);
+
+/* Prefetch distances of the streamed GEMV kernels (DRAM-sized weights): the weights'
+ * stream this many bytes ahead, their scales (a stream of their own) this many rows. */
+#define QTK__MM_PF_BYTES 4096u
+#define QTK__MM_PF_ROWS 16u
 
 /* ---- mm_gemm.c: tiled drivers over isa->decode and isa->ukr ---- */
 

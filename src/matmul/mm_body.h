@@ -184,12 +184,14 @@ static bool rs_checks(const qtk__mmw *w) {
     return w->two_level || (w->sdt != QTK_DTYPE_F16 && w->sdt != QTK_DTYPE_UE4M3);
 }
 
-MV_AI unsigned row_scales_k(const bool checks, const qtk__mmw *w, size_t g, size_t n, float factor, float *dst) {
+MV_AI unsigned row_scales_k(const bool checks, const qtk__mmw *w, size_t g, size_t n, float factor, float *dst,
+                            float *vmax) {
     const unsigned ssz = w->ssz;
     const uint8_t *s = w->sb + g * ssz;
     const mvf glob = mvf_set1(w->global), fac = mvf_set1(factor), unf = mvf_set1(1.0f / factor);
     const bool two = w->two_level, scale = factor != 1.0f;
     mvi inexact = mvi_zero(), lowbits = mvi_zero(), big = mvi_zero();
+    mvf amax = mvf_zero();
     size_t i = 0;
     for (; i < n; i += MV_L) {
         const uint8_t *p = s + i * ssz;
@@ -210,8 +212,17 @@ MV_AI unsigned row_scales_k(const bool checks, const qtk__mmw *w, size_t g, size
             big = mvi_or(big, mvi_add(mvi_and(vb, mvi_set1(0x7fffffff)), mvi_set1(0x047fffff)));
         }
         mvf_storeu(dst + i, f);
+        /* |f| (the buffer's zeros count 0); max(|f|, m) keeps m where f is NaN */
+        if (vmax) amax = mvf_max(mvf_bits(mvi_and(mvi_bits(f), mvi_set1(0x7fffffff))), amax);
     }
     mvf_storeu(dst + i, mvf_zero());
+    if (vmax) {
+        float a[MV_L];
+        mvf_storeu(a, amax);
+        float m = 0.0f;
+        for (unsigned l = 0; l < MV_L; l++) m = a[l] > m ? a[l] : m;
+        *vmax = m;
+    }
     if (!checks) return RS_FEXACT | RS_PROD;
     int32_t a[MV_L], b[MV_L], c[MV_L];
     mvi_storeu(a, inexact);
@@ -226,11 +237,17 @@ MV_AI unsigned row_scales_k(const bool checks, const qtk__mmw *w, size_t g, size
 }
 
 static unsigned row_scales(const qtk__mmw *w, size_t g, size_t n, float factor, float *dst) {
-    return rs_checks(w) ? row_scales_k(true, w, g, n, factor, dst) : row_scales_k(false, w, g, n, factor, dst);
+    return rs_checks(w) ? row_scales_k(true, w, g, n, factor, dst, NULL) : row_scales_k(false, w, g, n, factor, dst, NULL);
 }
 /* The scales without the flags. */
 static void row_scales_plain(const qtk__mmw *w, size_t g, size_t n, float factor, float *dst) {
-    row_scales_k(false, w, g, n, factor, dst);
+    row_scales_k(false, w, g, n, factor, dst, NULL);
+}
+/* The scales and the largest |scale| (NaN scales aside: they make NaN whatever is done). */
+static float row_scales_max(const qtk__mmw *w, size_t g, size_t n, float factor, float *dst) {
+    float m = 0.0f;
+    row_scales_k(false, w, g, n, factor, dst, &m);
+    return m;
 }
 
 /* Scale vector of placement q (natural: vector q) in the step whose first block is bs[0]. */
@@ -704,7 +721,17 @@ static void ukr(size_t kc, const float *a, size_t lda, const float *b, size_t ld
 
 /* ---- the integer path's flavours and their choice ---- */
 
-enum { IV_DP, IV_OFF, IV_SGN, IV_TERN };
+enum { IV_DP, IV_OFF, IV_SGN, IV_TERN, IV_XOR };
+
+/* Whether the codes of a 4- or 2-bit integer view are two's complement integers: value +
+ * 2^(width-1) is then the code with its top bit flipped (IV_XOR). */
+static bool int_twos(const qtk__mmw *w, int ik) {
+    if (ik != DK_T4I && ik != DK_T2I) return false;
+    const unsigned cw = dk_cw(ik), half = 1u << (cw - 1);
+    for (unsigned code = 0; code < (1u << cw); code++)
+        if (w->ival[code] + (int)half != (int)(code ^ half)) return false;
+    return true;
+}
 
 /* Quantizes the activations and lays them out for the flavour this call takes. */
 static qtk_status int_prepare(qtk__mm *c) {
@@ -744,13 +771,16 @@ static qtk_status int_prepare(qtk__mm *c) {
     } else if (dp && !(hooks & QTK__MM_HOOK_INT_MAD)) {
         c->ivar = IV_DP;
         c->ioff = 128;
+    } else if (int_twos(w, ik)) {
+        c->ivar = IV_XOR;
+        c->ioff = 1 << (dk_cw(ik) - 1);
     } else if (ik != DK_I8 && (int)per * (hi - lo) <= 129) {
         c->ivar = IV_OFF;
         c->ioff = -lo;
     } else {
         c->ivar = IV_SGN;
     }
-    qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar == IV_DP || c->ivar == IV_OFF, qtk__mm_quantize_row);
+    qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar == IV_DP || c->ivar == IV_OFF || c->ivar == IV_XOR, qtk__mm_quantize_row);
     if (!st) c->ws_floats = mm_row_ws(c);
     return st;
 }

@@ -12,6 +12,9 @@
  *   IV_OFF  pmaddubsw on unsigned weights (value + off, off = -min value) when the int16
  *           sums of all planes cannot saturate (per x (max - min) <= 129), one pmaddwd,
  *           starting from -off x Σq;
+ *   IV_XOR  IV_OFF for codes that are two's complement integers (q4f, q4s, q2f, q2s, and
+ *           Burn's native stores of them): with off = 2^(width-1), value + off is the code
+ *           with its top bit flipped, so one xor of the step's bytes replaces the lookups;
  *   IV_SGN  pmaddubsw of |w| by q with w's sign, one pmaddwd per plane (int8 weights,
  *           tables of values spread wider);
  *   IV_TERN 2-bit integers, v = b0 - 2 b1: for each plane, the activations + 128 whose bit
@@ -30,6 +33,7 @@ typedef struct {
     bool split;
     mvi utab;     /* weights as the flavour multiplies them (unsigned + offset, or signed) */
     mvi cmask;
+    mvi xmask;    /* IV_XOR: the top bit of every field */
     mvi ipat;     /* SPLIT: weight block of each 32-bit lane, relative to the step's first */
     mvi toff;     /* IV_TERN: 4 planes x 8 bytes x 128 in the even lanes */
 } SFX(ic);
@@ -52,11 +56,13 @@ MV_AI MV_IT void SFX(ic_init)(const int ik, const int iv, const qtk__mm *c, SFX(
         t[i] = (int8_t)(iv == IV_DP ? w->ival[i] + 128 : iv == IV_OFF ? w->ival[i] + c->ioff : w->ival[i]);
     k->utab = mvi_table16(t);
     k->cmask = mvi_set1_8(dk_cw(ik) == 4 ? 0x0f : 0x03);
+    k->xmask = mvi_set1_8(dk_cw(ik) == 4 ? (int8_t)0x88 : (int8_t)0xaa);
 }
 
 /* A step of a row (src: its bytes; bs: its first block's scale) into the accumulators
  * facc[i][A]. xq, xs, xc: the step's activations of each row. */
-MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const unsigned MR, const unsigned A, const SFX(ic) * kc,
+MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, const unsigned MR, const unsigned A,
+                               const SFX(ic) * kc,
                                const float *bs, const uint8_t *src, const int8_t *const *xq, const float *const *xs,
                                const int32_t *const *xc, mvf facc[MR_MAX][2]) {
     const unsigned per = dk_per(ik), cw = dk_cw(ik);
@@ -68,6 +74,10 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const unsigned MR, co
         u[0] = b;
     } else if (ik == DK_I8) {
         u[0] = iv == IV_SGN ? b : mvi_xor(b, mvi_set1_8((int8_t)-128)); /* DP: + 128 */
+    } else if (iv == IV_XOR) {
+        const mvi bx = mvi_xor(b, kc->xmask);
+        MV_UNROLL
+        for (unsigned p = 0; p < per; p++) u[p] = mvi_and(p ? mvi_srli(bx, cw * p) : bx, kc->cmask);
     } else {
         MV_UNROLL
         for (unsigned p = 0; p < per; p++) u[p] = mvi_lookup16(kc->utab, mvi_and(p ? mvi_srli(b, cw * p) : b, kc->cmask));
@@ -113,14 +123,17 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const unsigned MR, co
             }
         }
         /* the block scale clamped to +-FLT_MAX, NaN kept: a zero block under a scale near
-         * FLT_MAX gives 0, not 0 x inf = NaN (see mm_int.c) */
-        facc[i][A] = mvf_fma(mvf_from_i(isum), mvf_clamp_finite(mvf_mul(ws, mvf_loadu(xs[i]))), facc[i][A]);
+         * FLT_MAX gives 0, not 0 x inf = NaN (see mm_int.c); without `clamp` the row's
+         * products are known to be finite already (int_range_k) */
+        mvf d = mvf_mul(ws, mvf_loadu(xs[i]));
+        if (clamp) d = mvf_clamp_finite(d);
+        facc[i][A] = mvf_fma(mvf_from_i(isum), d, facc[i][A]);
     }
 }
 
 /* Row r of W (its scales times 2^-ishift in bs) times rows m0..m0+MR-1 of x. */
-MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const unsigned MR, const qtk__mm *c, const SFX(ic) * kc,
-                              const float *bs, size_t r, size_t m0) {
+MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, const unsigned MR, const qtk__mm *c,
+                              const SFX(ic) * kc, const float *bs, size_t r, size_t m0) {
     const size_t K = c->K, sf = (size_t)dk_per(ik) * MV_B;
     const uint8_t *row = c->w.vals + r * c->w.row_bytes;
     const size_t rbytes = row_field_bytes(ik, K), nst = qtk__ceil_div(K, sf), nfull = K / sf;
@@ -139,22 +152,36 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const unsigned MR, con
     MV_UNROLL
     for (unsigned i = 0; i < MR; i++) facc[i][0] = facc[i][1] = mvf_zero();
     size_t st = 0, bi = 0, cnt = 0;
-#define NEXT_STEP()                                                                                                        do {                                                                                                                       MV_UNROLL                                                                                                              for (unsigned i = 0; i < MR; i++) {                                                                                        xq[i] += sf;                                                                                                           xs[i] += MV_L;                                                                                                         if (xc[i]) xc[i] += MV_L;                                                                                          }                                                                                                                      bi += bstep;                                                                                                           if (++cnt == spb) {                                                                                                        cnt = 0;                                                                                                               bi++;                                                                                                              }                                                                                                                      st++;                                                                                                              } while (0)
+#define STEP(A, src)                                                                                                   \
+    do {                                                                                                               \
+        SFX(int_step)(ik, iv, clamp, MR, A, kc, bs + bi, src, xq, xs, xc, facc);                                       \
+        MV_UNROLL                                                                                                      \
+        for (unsigned i = 0; i < MR; i++) {                                                                            \
+            xq[i] += sf;                                                                                               \
+            xs[i] += MV_L;                                                                                             \
+            if (xc[i]) xc[i] += MV_L;                                                                                  \
+        }                                                                                                              \
+        bi += bstep;                                                                                                   \
+        if (++cnt == spb) {                                                                                            \
+            cnt = 0;                                                                                                   \
+            bi++;                                                                                                      \
+        }                                                                                                              \
+        st++;                                                                                                          \
+    } while (0)
     for (; st + 2 <= nfull;) { /* two chains of accumulators */
-        mv_prefetch(row + st * MV_B + 1024);
-        SFX(int_step)(ik, iv, MR, 0, kc, bs + bi, row + st * MV_B, xq, xs, xc, facc);
-        NEXT_STEP();
-        SFX(int_step)(ik, iv, MR, 1, kc, bs + bi, row + st * MV_B, xq, xs, xc, facc);
-        NEXT_STEP();
+        /* a line of the weights QTK__MM_PF_BYTES ahead (rows follow each other in memory):
+         * in DRAM the hardware prefetcher alone falls behind a kernel that also computes */
+        mv_prefetch(row + st * MV_B + QTK__MM_PF_BYTES);
+        STEP(0, row + st * MV_B);
+        STEP(1, row + st * MV_B);
     }
     uint8_t tb[TAIL_BYTES];
     for (; st < nst;) {
         const uint8_t *src = row + st * MV_B;
         if (st == nfull) src = tail_copy_raw(tb, src, rbytes - st * MV_B);
-        SFX(int_step)(ik, iv, MR, 0, kc, bs + bi, src, xq, xs, xc, facc);
-        NEXT_STEP();
+        STEP(0, src);
     }
-#undef NEXT_STEP
+#undef STEP
     MV_UNROLL
     for (unsigned i = 0; i < MR; i++) {
         float s = mvf_hsum(mvf_add(facc[i][0], facc[i][1]));
@@ -162,18 +189,33 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const unsigned MR, con
     }
 }
 
+MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const qtk__mm *c, const SFX(ic) * kc,
+                               const float *ws, size_t r) {
+    const size_t M = c->M;
+    size_t m = 0;
+    for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, clamp, 4, c, kc, ws, r, m);
+    for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, clamp, 2, c, kc, ws, r, m);
+    if (m < M) SFX(int_row)(ik, iv, clamp, 1, c, kc, ws, r, m);
+}
+
 MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     SFX(ic) kc;
     SFX(ic_init)(ik, iv, c, &kc);
-    const size_t M = c->M;
-    const float unit = ldexpf(1.0f, -c->w.ishift);
+    const qtk__mmw *w = &c->w;
+    const float unit = ldexpf(1.0f, -w->ishift);
+    const size_t sbytes = w->gc * w->ssz;
     for (size_t r = n0; r < n1; r++) {
-        /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the values) */
-        row_scales_plain(&c->w, qtk__mmw_group0(&c->w, r), c->w.gc, unit, ws);
-        size_t m = 0;
-        for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, 4, c, &kc, ws, r, m);
-        for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, 2, c, &kc, ws, r, m);
-        if (m < M) SFX(int_row)(ik, iv, 1, c, &kc, ws, r, m);
+        /* the scales of a row QTK__MM_PF_ROWS ahead, a stream of its own */
+        if (r + QTK__MM_PF_ROWS < n1) {
+            const size_t ra = r + QTK__MM_PF_ROWS;
+            const uint8_t *sp = w->sb + (w->br == 1 ? ra * w->gc : qtk__mmw_group0(w, ra)) * w->ssz;
+            for (size_t o = 0; o < sbytes; o += 64) mv_prefetch(sp + o);
+        }
+        /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
+         * values), and whether a product with an activation scale can overflow */
+        float wmax = row_scales_max(w, w->br == 1 ? r * w->gc : qtk__mmw_group0(w, r), w->gc, unit, ws);
+        if (wmax * c->xs_max <= FLT_MAX) SFX(int_rows)(ik, iv, false, c, &kc, ws, r);
+        else SFX(int_rows)(ik, iv, true, c, &kc, ws, r);
     }
 }
 
@@ -192,6 +234,8 @@ INTK(SFX(int_t2_sgn), DK_T2I, IV_SGN)
 INTK(SFX(int_t8_off), DK_T8I, IV_OFF)
 INTK(SFX(int_t4_off), DK_T4I, IV_OFF)
 INTK(SFX(int_t2_off), DK_T2I, IV_OFF)
+INTK(SFX(int_t4_xor), DK_T4I, IV_XOR)
+INTK(SFX(int_t2_xor), DK_T2I, IV_XOR)
 INTK(SFX(int_t2_tern), DK_T2I, IV_TERN)
 #endif
 
@@ -210,6 +254,11 @@ static MV_IT void SFX(nk_int)(const qtk__mm *c, size_t n0, size_t n1, float *ws)
         return;
     }
     const bool off = c->ivar == IV_OFF;
+    if (c->ivar == IV_XOR) {
+        if (ik == DK_T4I) SFX(int_t4_xor)(c, n0, n1, ws);
+        else SFX(int_t2_xor)(c, n0, n1, ws);
+        return;
+    }
     switch (ik) {
     case DK_I8: SFX(int_i8_sgn)(c, n0, n1, ws); break;
     case DK_T8I: off ? SFX(int_t8_off)(c, n0, n1, ws) : SFX(int_t8_sgn)(c, n0, n1, ws); break;

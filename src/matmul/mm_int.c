@@ -14,21 +14,40 @@
 
 #include <math.h>
 
-static int8_t clamp_q(float r) {
-    r = nearbyintf(r);
-    return (int8_t)(r < -127.0f ? -127.0f : r > 127.0f ? 127.0f : r);
+/* r rounded to an integer, half to even, for |r| <= 2^22: the addition rounds in the
+ * default mode (nearbyintf's), the subtraction is exact. Branch-free, so that the loops
+ * below vectorize. */
+static inline float round_even(float r) {
+    const float magic = 0x1.8p23f;
+    return (r + magic) - magic;
+}
+static inline int8_t clamp_q(float r) {
+    r = round_even(r);
+    r = r < -127.0f ? -127.0f : r;
+    r = r > 127.0f ? 127.0f : r;
+    return (int8_t)r;
 }
 
 void qtk__mm_quantize_row(const float *x, size_t k, size_t bx, int8_t *q, float *s) {
     for (size_t b0 = 0, b = 0; b0 < k; b0 += bx, b++) {
-        size_t e = k - b0 < bx ? k : b0 + bx;
-        float amax = 0.0f;
-        bool bad = false;
-        for (size_t i = b0; i < e; i++) {
+        const size_t e = k - b0 < bx ? k : b0 + bx;
+        /* max |x| in 8 independent parts (the maximum does not depend on the order) */
+        float part[8] = {0};
+        unsigned bad = 0;
+        size_t i = b0;
+        for (; i + 8 <= e; i += 8)
+            for (unsigned j = 0; j < 8; j++) {
+                float a = fabsf(x[i + j]);
+                bad |= !(a <= FLT_MAX); /* inf or NaN */
+                part[j] = a > part[j] ? a : part[j];
+            }
+        for (; i < e; i++) {
             float a = fabsf(x[i]);
-            if (!qtk__isfinite(a)) bad = true;
-            else if (a > amax) amax = a;
+            bad |= !(a <= FLT_MAX);
+            part[0] = a > part[0] ? a : part[0];
         }
+        float amax = 0.0f;
+        for (unsigned j = 0; j < 8; j++) amax = part[j] > amax ? part[j] : amax;
         if (bad || amax == 0.0f) {
             /* a non-finite activation makes its outputs NaN, as it would on the exact path */
             s[b] = bad ? qtk__bits_f32(0x7fc00000u) : 0.0f;
@@ -38,9 +57,9 @@ void qtk__mm_quantize_row(const float *x, size_t k, size_t bx, int8_t *q, float 
         float sc = amax / 127.0f, inv = 127.0f / amax;
         s[b] = sc;
         if (qtk__isfinite(inv)) {
-            for (size_t i = b0; i < e; i++) q[i] = clamp_q(x[i] * inv);
+            for (size_t t = b0; t < e; t++) q[t] = clamp_q(x[t] * inv);
         } else { /* amax below 127 / FLT_MAX: divide instead */
-            for (size_t i = b0; i < e; i++) q[i] = clamp_q(x[i] / sc);
+            for (size_t t = b0; t < e; t++) q[t] = clamp_q(x[t] / sc);
         }
     }
 }
@@ -107,22 +126,29 @@ void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     }
 }
 
+/* The planes of one step of L bytes a plane: dst[j L + i] = q[per i + j]. per is a
+ * constant in each instantiation, so that the strided reads vectorize. */
+static inline void planes_k(const unsigned per, const int8_t *q, unsigned L, int8_t *dst) {
+    for (unsigned j = 0; j < per; j++)
+        for (unsigned i = 0; i < L; i++) dst[(size_t)j * L + i] = q[(size_t)per * i + j];
+}
+
 void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L, int offset,
                         int8_t *dst, float *xs, int32_t *xc, size_t kq) {
-    const size_t CH = (size_t)per * L, lanes = L / 4;
-    for (size_t st = 0; st * CH < kq; st++) {
-        const size_t f0 = st * CH;
-        for (unsigned j = 0; j < per; j++)
-            for (unsigned i = 0; i < L; i++) {
-                size_t f = f0 + (size_t)per * i + j;
-                dst[f0 + (size_t)j * L + i] = f < k ? q[f] : 0;
-            }
+    /* q holds kq values, zeros past k (the caller's padding) */
+    const size_t CH = (size_t)per * L, lanes = L / 4, lf = 4 * (size_t)per;
+    for (size_t st = 0, f0 = 0; f0 < kq; st++, f0 += CH) {
+        switch (per) {
+        case 1: memcpy(dst + f0, q + f0, L); break;
+        case 2: planes_k(2, q + f0, L, dst + f0); break;
+        default: planes_k(4, q + f0, L, dst + f0); break;
+        }
         for (size_t l = 0; l < lanes; l++) {
-            size_t f = f0 + 4 * per * l; /* the lane's first field; its 4*per fields share a block */
+            const size_t f = f0 + lf * l; /* the lane's first field; its 4*per fields share a block */
             xs[st * lanes + l] = f < k ? s[f / bx] : 0.0f;
             if (!xc) continue;
             int32_t sum = 0;
-            for (size_t e = f; e < f + 4 * per && e < k; e++) sum += q[e];
+            for (size_t e = 0; e < lf; e++) sum += q[f + e];
             xc[st * lanes + l] = -offset * sum;
         }
     }
@@ -137,7 +163,7 @@ qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, int offset, boo
     c->xq = qtk__malloc(M * c->kq);
     c->xs = qtk__malloc(M * c->xs_ld * sizeof(float));
     c->xc = need_xc ? qtk__malloc(M * c->xc_ld * sizeof(int32_t)) : NULL;
-    int8_t *q = qtk__malloc(K);
+    int8_t *q = qtk__calloc(c->kq, 1); /* zeros past K */
     float *s = qtk__malloc(nb * sizeof(float));
     qtk_status st = QTK_OK;
     if (!c->xq || !c->xs || (need_xc && !c->xc) || !q || !s) {
@@ -151,5 +177,11 @@ qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, int offset, boo
     }
     qtk__free(q);
     qtk__free(s);
+    float m = 0.0f;
+    for (size_t i = 0; !st && i < M * c->xs_ld; i++) {
+        float a = fabsf(c->xs[i]);
+        m = a > m ? a : m; /* NaN scales (non-finite activations) make NaN whatever is done */
+    }
+    c->xs_max = m;
     return st;
 }

@@ -44,6 +44,8 @@ MV_AI mvf mvf_add(mvf a, mvf b) { return _mm256_add_ps(a, b); }
 MV_AI mvf mvf_mul(mvf a, mvf b) { return _mm256_mul_ps(a, b); }
 /* v clamped to +-FLT_MAX, NaN kept (min/max return their second operand on NaN) */
 MV_AI mvf mvf_clamp_finite(mvf v) { return _mm256_max_ps(_mm256_set1_ps(-FLT_MAX), _mm256_min_ps(_mm256_set1_ps(FLT_MAX), v)); }
+/* a > b ? a : b lane by lane (b where either is NaN) */
+MV_AI mvf mvf_max(mvf a, mvf b) { return _mm256_max_ps(a, b); }
 MV_AI mvf mvf_fma(mvf a, mvf b, mvf c) { return _mm256_fmadd_ps(a, b, c); }
 MV_AI float mvf_hsum(mvf v) {
     __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));

@@ -40,6 +40,8 @@ MV_AI void mvf_storeu(float *p, mvf v) { _mm512_storeu_ps(p, v); }
 MV_AI mvf mvf_bcast(const float *p) { return _mm512_set1_ps(*p); }
 MV_AI mvf mvf_add(mvf a, mvf b) { return _mm512_add_ps(a, b); }
 MV_AI mvf mvf_mul(mvf a, mvf b) { return _mm512_mul_ps(a, b); }
+/* a > b ? a : b lane by lane (b where either is NaN) */
+MV_AI mvf mvf_max(mvf a, mvf b) { return _mm512_max_ps(a, b); }
 MV_AI mvf mvf_fma(mvf a, mvf b, mvf c) { return _mm512_fmadd_ps(a, b, c); }
 /* v clamped to +-FLT_MAX, NaN kept (min/max return their second operand on NaN) */
 MV_AI mvf mvf_clamp_finite(mvf v) { return _mm512_max_ps(_mm512_set1_ps(-FLT_MAX), _mm512_min_ps(_mm512_set1_ps(FLT_MAX), v)); }

@@ -199,6 +199,11 @@ MV_AI mvf mvf_clamp_finite(mvf v) {
     mvi up = (mvi)(v > hi), dn = (mvi)(v < lo);
     return mvf_bits((mvi_bits(v) & ~(up | dn)) | (mvi_bits(hi) & up) | (mvi_bits(lo) & dn));
 }
+/* a > b ? a : b lane by lane (b where either is NaN), as x86's maxps */
+MV_AI mvf mvf_max(mvf a, mvf b) {
+    mvi gt = (mvi)(a > b);
+    return mvf_bits((mvi_bits(a) & gt) | (mvi_bits(b) & ~gt));
+}
 MV_AI mvi mvi_xor(mvi a, mvi b) { return a ^ b; }
 MV_AI mvi mvi_add(mvi a, mvi b) { return (mvi)((mvu_)a + (mvu_)b); }
 MV_AI mvi mvi_sub(mvi a, mvi b) { return (mvi)((mvu_)a - (mvu_)b); }
