@@ -781,6 +781,6 @@ static qtk_status int_prepare(qtk__mm *c) {
         c->ivar = IV_SGN;
     }
     qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar == IV_DP || c->ivar == IV_OFF || c->ivar == IV_XOR, qtk__mm_quantize_row);
-    if (!st) c->ws_floats = 2 * mm_row_ws(c); /* the scales of two rows (mm_body_int.h) */
+    if (!st) c->ws_floats = mm_row_ws(c);
     return st;
 }

@@ -59,119 +59,83 @@ MV_AI MV_IT void SFX(ic_init)(const int ik, const int iv, const qtk__mm *c, SFX(
     k->xmask = mvi_set1_8(dk_cw(ik) == 4 ? (int8_t)0x88 : (int8_t)0xaa);
 }
 
-/* The step's bytes as the flavour reads them, and their plane p (the weights as it multiplies
- * them: unsigned + offset, or signed). */
-MV_AI MV_IT mvi SFX(step_bytes_in)(const int ik, const int iv, const SFX(ic) * kc, const uint8_t *src) {
-    mvi b = mvi_loadu(src);
-    if (iv == IV_TERN || iv == IV_SGN) return b;
-    if (ik == DK_I8) return mvi_xor(b, mvi_set1_8((int8_t)-128)); /* DP: + 128 */
-    if (iv == IV_XOR) return mvi_xor(b, kc->xmask);
-    return b;
-}
-MV_AI MV_IT mvi SFX(plane)(const int ik, const int iv, const SFX(ic) * kc, mvi b, unsigned p) {
-    if (ik == DK_I8) return b;
-    mvi codes = mvi_and(p ? mvi_srli(b, dk_cw(ik) * p) : b, kc->cmask);
-    return iv == IV_XOR ? codes : mvi_lookup16(kc->utab, codes);
-}
-
-/* Σ over one plane's bytes of u x q into the lanes' sums: int16 pairs in h (OFF, XOR; the
- * caller adds them up with one pmaddwd), int32 in isum (DP, SGN). */
-MV_AI MV_IT void SFX(plane_dot)(const int iv, mvi u, mvi xv, unsigned p, mvi *h, mvi *isum) {
-    if (iv == IV_SGN) {
-        *isum = mvi_add(*isum, mvi_madd1(mvi_maddubs(mvi_abs8(u), mvi_sign8(xv, u))));
-        return;
-    }
-#if MV_DP
-    if (iv == IV_DP) {
-        *isum = mvi_dp(*isum, u, xv);
-        return;
-    }
-#endif
-    mvi m = mvi_maddubs(u, xv);
-    *h = p ? mvi_add16(*h, m) : m;
-}
-
-/* IV_TERN: the exact dot product of one step of 2-bit weights (bytes b) with the activations
- * xq, by additions (see the top of this file). */
-MV_AI MV_IT mvi SFX(tern_dot)(const SFX(ic) * kc, mvi b, const int8_t *xq) {
-    const mvi bias = mvi_set1_8((int8_t)-128);
-    mvi s0 = mvi_zero(), s1 = mvi_zero();
-    MV_UNROLL
-    for (unsigned p = 0; p < 4; p++) {
-        mvi xb = mvi_xor(mvi_loadu(xq + (size_t)p * MV_B), bias); /* x + 128, unsigned */
-        s0 = mvi_add(s0, mvi_sad(mvi_blend8(mvi_test8(b, (int8_t)(1u << (2 * p))), bias, xb)));
-        s1 = mvi_add(s1, mvi_sad(mvi_blend8(mvi_test8(b, (int8_t)(2u << (2 * p))), bias, xb)));
-    }
-    /* Σ b0 x - 2 Σ b1 x, without the offsets: (s0 - off) - 2 (s1 - off) */
-    return mvi_sub(mvi_sub(s0, kc->toff), mvi_slli(mvi_sub(s1, kc->toff), 1));
-}
-
-/* One step of NW rows of W (src[w]: its bytes; bs[w]: its first block's scale) against MR
- * rows of x (xq, xs, xc: the step's activations of each), into facc[i + w][A]; NW = 2 only
- * with MR = 1, where the two rows share each load of the activations. */
-MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, const unsigned NW, const unsigned MR,
-                               const unsigned A, const SFX(ic) * kc, const float *const *bs,
-                               const uint8_t *const *src, const int8_t *const *xq, const float *const *xs,
+/* A step of a row (src: its bytes; bs: its first block's scale) into the accumulators
+ * facc[i][A]. xq, xs, xc: the step's activations of each row. */
+MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, const unsigned MR, const unsigned A,
+                               const SFX(ic) * kc,
+                               const float *bs, const uint8_t *src, const int8_t *const *xq, const float *const *xs,
                                const int32_t *const *xc, mvf facc[MR_MAX][2]) {
-    const unsigned per = dk_per(ik);
-    mvi b[2];
-    mvf ws[2];
-    MV_UNROLL
-    for (unsigned w = 0; w < NW; w++) {
-        b[w] = SFX(step_bytes_in)(ik, iv, kc, src[w]);
-        ws[w] = kc->split ? mvf_perm(mvf_loadu(bs[w]), kc->ipat) : mvf_bcast(bs[w]);
-    }
-    /* one row of W: its planes once, for every row of x */
-    mvi u[4];
-    if (NW == 1 && iv != IV_TERN) {
+    const unsigned per = dk_per(ik), cw = dk_cw(ik);
+    mvi b = mvi_loadu(src);
+    mvf ws = kc->split ? mvf_perm(mvf_loadu(bs), kc->ipat) : mvf_bcast(bs);
+    /* the weight planes */
+    mvi u[4], a[4];
+    if (iv == IV_TERN) {
+        u[0] = b;
+    } else if (ik == DK_I8) {
+        u[0] = iv == IV_SGN ? b : mvi_xor(b, mvi_set1_8((int8_t)-128)); /* DP: + 128 */
+    } else if (iv == IV_XOR) {
+        const mvi bx = mvi_xor(b, kc->xmask);
         MV_UNROLL
-        for (unsigned p = 0; p < per; p++) u[p] = SFX(plane)(ik, iv, kc, b[0], p);
+        for (unsigned p = 0; p < per; p++) u[p] = mvi_and(p ? mvi_srli(bx, cw * p) : bx, kc->cmask);
+    } else {
+        MV_UNROLL
+        for (unsigned p = 0; p < per; p++) u[p] = mvi_lookup16(kc->utab, mvi_and(p ? mvi_srli(b, cw * p) : b, kc->cmask));
+    }
+    if (iv == IV_SGN) {
+        MV_UNROLL
+        for (unsigned p = 0; p < per; p++) a[p] = mvi_abs8(u[p]);
     }
     MV_UNROLL
     for (unsigned i = 0; i < MR; i++) {
-        mvi isum[2], h[2];
-        MV_UNROLL
-        for (unsigned w = 0; w < NW; w++) {
-            isum[w] = iv == IV_TERN || iv == IV_SGN ? mvi_zero() : mvi_loadu(xc[i]);
-            h[w] = mvi_zero();
-        }
+        mvi isum;
         if (iv == IV_TERN) {
+            const mvi bias = mvi_set1_8((int8_t)-128);
+            mvi s0 = mvi_zero(), s1 = mvi_zero();
             MV_UNROLL
-            for (unsigned w = 0; w < NW; w++) isum[w] = SFX(tern_dot)(kc, b[w], xq[i]);
-        } else {
+            for (unsigned p = 0; p < 4; p++) {
+                mvi xb = mvi_xor(mvi_loadu(xq[i] + (size_t)p * MV_B), bias); /* x + 128, unsigned */
+                s0 = mvi_add(s0, mvi_sad(mvi_blend8(mvi_test8(b, (int8_t)(1u << (2 * p))), bias, xb)));
+                s1 = mvi_add(s1, mvi_sad(mvi_blend8(mvi_test8(b, (int8_t)(2u << (2 * p))), bias, xb)));
+            }
+            /* Σ b0 x - 2 Σ b1 x, without the offsets: (s0 - off) - 2 (s1 - off) */
+            isum = mvi_sub(mvi_sub(s0, kc->toff), mvi_slli(mvi_sub(s1, kc->toff), 1));
+        } else if (iv == IV_SGN) {
+            isum = mvi_zero();
             MV_UNROLL
             for (unsigned p = 0; p < per; p++) {
                 mvi xv = mvi_loadu(xq[i] + (size_t)p * MV_B);
-                MV_UNROLL
-                for (unsigned w = 0; w < NW; w++)
-                    SFX(plane_dot)(iv, NW == 1 ? u[p] : SFX(plane)(ik, iv, kc, b[w], p), xv, p, &h[w], &isum[w]);
+                isum = mvi_add(isum, mvi_madd1(mvi_maddubs(a[p], mvi_sign8(xv, u[p]))));
             }
-            if (iv == IV_OFF || iv == IV_XOR) {
+        } else {
+            isum = mvi_loadu(xc[i]);
+#if MV_DP
+            if (iv == IV_DP) {
                 MV_UNROLL
-                for (unsigned w = 0; w < NW; w++) isum[w] = mvi_add(isum[w], mvi_madd1(h[w]));
+                for (unsigned p = 0; p < per; p++) isum = mvi_dp(isum, u[p], mvi_loadu(xq[i] + (size_t)p * MV_B));
+            } else
+#endif
+            {
+                mvi h = mvi_maddubs(u[0], mvi_loadu(xq[i]));
+                MV_UNROLL
+                for (unsigned p = 1; p < per; p++) h = mvi_add16(h, mvi_maddubs(u[p], mvi_loadu(xq[i] + (size_t)p * MV_B)));
+                isum = mvi_add(isum, mvi_madd1(h));
             }
         }
         /* the block scale clamped to +-FLT_MAX, NaN kept: a zero block under a scale near
-         * FLT_MAX gives 0, not 0 x inf = NaN (see mm_int.c); without `clamp` the rows'
+         * FLT_MAX gives 0, not 0 x inf = NaN (see mm_int.c); without `clamp` the row's
          * products are known to be finite already (int_range_k) */
-        const mvf xsv = mvf_loadu(xs[i]);
-        MV_UNROLL
-        for (unsigned w = 0; w < NW; w++) {
-            mvf d = mvf_mul(ws[w], xsv);
-            if (clamp) d = mvf_clamp_finite(d);
-            facc[i + w][A] = mvf_fma(mvf_from_i(isum[w]), d, facc[i + w][A]);
-        }
+        mvf d = mvf_mul(ws, mvf_loadu(xs[i]));
+        if (clamp) d = mvf_clamp_finite(d);
+        facc[i][A] = mvf_fma(mvf_from_i(isum), d, facc[i][A]);
     }
 }
 
-/* Rows r..r+NW-1 of W (the scales of row r + w times 2^-ishift at bs + w x bsld) times rows
- * m0..m0+MR-1 of x (NW = 2 only with MR = 1). */
-MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, const unsigned NW, const unsigned MR,
-                              const qtk__mm *c, const SFX(ic) * kc, const float *bs, size_t bsld, size_t r, size_t m0) {
+/* Row r of W (its scales times 2^-ishift in bs) times rows m0..m0+MR-1 of x. */
+MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, const unsigned MR, const qtk__mm *c,
+                              const SFX(ic) * kc, const float *bs, size_t r, size_t m0) {
     const size_t K = c->K, sf = (size_t)dk_per(ik) * MV_B;
-    const uint8_t *row[2];
-    MV_UNROLL
-    for (unsigned w = 0; w < NW; w++) row[w] = c->w.vals + (r + w) * c->w.row_bytes;
+    const uint8_t *row = c->w.vals + r * c->w.row_bytes;
     const size_t rbytes = row_field_bytes(ik, K), nst = qtk__ceil_div(K, sf), nfull = K / sf;
     /* the block of each step: split, sf / bc blocks a step; else a block every bc / sf steps */
     const size_t bc = c->w.bc, bstep = kc->split ? sf / bc : 0, spb = kc->split || bc >= K ? SIZE_MAX : bc / sf;
@@ -186,20 +150,11 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
     }
     mvf facc[MR_MAX][2];
     MV_UNROLL
-    for (unsigned i = 0; i < MR + NW - 1; i++) facc[i][0] = facc[i][1] = mvf_zero();
+    for (unsigned i = 0; i < MR; i++) facc[i][0] = facc[i][1] = mvf_zero();
     size_t st = 0, bi = 0, cnt = 0;
-    const float *sb[2];
-    const uint8_t *sp[2];
-    uint8_t tb[2][TAIL_BYTES];
-#define STEP(A, TAIL)                                                                                                  \
+#define STEP(A, src)                                                                                                   \
     do {                                                                                                               \
-        MV_UNROLL                                                                                                      \
-        for (unsigned w = 0; w < NW; w++) {                                                                            \
-            sb[w] = bs + w * bsld + bi;                                                                                \
-            sp[w] = row[w] + st * MV_B;                                                                                \
-            if (TAIL && st == nfull) sp[w] = tail_copy_raw(tb[w], sp[w], rbytes - st * MV_B);                          \
-        }                                                                                                              \
-        SFX(int_step)(ik, iv, clamp, NW, MR, A, kc, sb, sp, xq, xs, xc, facc);                                        \
+        SFX(int_step)(ik, iv, clamp, MR, A, kc, bs + bi, src, xq, xs, xc, facc);                                       \
         MV_UNROLL                                                                                                      \
         for (unsigned i = 0; i < MR; i++) {                                                                            \
             xq[i] += sf;                                                                                               \
@@ -214,68 +169,53 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
         st++;                                                                                                          \
     } while (0)
     for (; st + 2 <= nfull;) { /* two chains of accumulators */
-        /* a line of each weight row QTK__MM_PF_BYTES ahead (rows follow each other in
-         * memory): in DRAM the hardware prefetcher alone falls behind a kernel that also
-         * computes */
-        MV_UNROLL
-        for (unsigned w = 0; w < NW; w++) mv_prefetch(row[w] + st * MV_B + QTK__MM_PF_BYTES);
-        STEP(0, false);
-        STEP(1, false);
+        /* a line of the weights QTK__MM_PF_BYTES ahead (rows follow each other in memory):
+         * in DRAM the hardware prefetcher alone falls behind a kernel that also computes */
+        mv_prefetch(row + st * MV_B + QTK__MM_PF_BYTES);
+        STEP(0, row + st * MV_B);
+        STEP(1, row + st * MV_B);
     }
-    while (st < nst) STEP(0, true);
+    uint8_t tb[TAIL_BYTES];
+    for (; st < nst;) {
+        const uint8_t *src = row + st * MV_B;
+        if (st == nfull) src = tail_copy_raw(tb, src, rbytes - st * MV_B);
+        STEP(0, src);
+    }
 #undef STEP
     MV_UNROLL
-    for (unsigned j = 0; j < MR + NW - 1; j++) {
-        const size_t m = NW == 1 ? m0 + j : m0, n = NW == 1 ? r : r + j;
-        float s = mvf_hsum(mvf_add(facc[j][0], facc[j][1]));
-        c->y[m * c->N + n] = c->bias ? s + c->bias[n] : s;
+    for (unsigned i = 0; i < MR; i++) {
+        float s = mvf_hsum(mvf_add(facc[i][0], facc[i][1]));
+        c->y[(m0 + i) * c->N + r] = c->bias ? s + c->bias[r] : s;
     }
 }
 
-MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const unsigned NW, const qtk__mm *c,
-                               const SFX(ic) * kc, const float *ws, size_t wsld, size_t r) {
+MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const qtk__mm *c, const SFX(ic) * kc,
+                               const float *ws, size_t r) {
     const size_t M = c->M;
-    if (NW == 2) {
-        SFX(int_row)(ik, iv, clamp, 2, 1, c, kc, ws, wsld, r, 0);
-        return;
-    }
     size_t m = 0;
-    for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, clamp, 1, 4, c, kc, ws, wsld, r, m);
-    for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, clamp, 1, 2, c, kc, ws, wsld, r, m);
-    if (m < M) SFX(int_row)(ik, iv, clamp, 1, 1, c, kc, ws, wsld, r, m);
+    for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, clamp, 4, c, kc, ws, r, m);
+    for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, clamp, 2, c, kc, ws, r, m);
+    if (m < M) SFX(int_row)(ik, iv, clamp, 1, c, kc, ws, r, m);
 }
 
-/* ws: the scales of two rows (int_ws floats). With M = 1 the rows go in pairs. */
 MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     SFX(ic) kc;
     SFX(ic_init)(ik, iv, c, &kc);
     const qtk__mmw *w = &c->w;
     const float unit = ldexpf(1.0f, -w->ishift);
-    const size_t sbytes = w->gc * w->ssz, wsld = rs_floats(w->gc);
-    const unsigned nw = c->M == 1 ? 2u : 1u;
-    for (size_t r = n0; r < n1;) {
-        const unsigned n = r + nw <= n1 ? nw : 1u;
-        bool clamp = false;
-        for (unsigned j = 0; j < n; j++) {
-            /* the scales of a row QTK__MM_PF_ROWS ahead, a stream of its own */
-            const size_t rr = r + j, ra = rr + QTK__MM_PF_ROWS;
-            if (ra < n1) {
-                const uint8_t *sp = w->sb + (w->br == 1 ? ra * w->gc : qtk__mmw_group0(w, ra)) * w->ssz;
-                for (size_t o = 0; o < sbytes; o += 64) mv_prefetch(sp + o);
-            }
-            /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
-             * values), and whether a product with an activation scale can overflow */
-            float wmax = row_scales_max(w, w->br == 1 ? rr * w->gc : qtk__mmw_group0(w, rr), w->gc, unit, ws + j * wsld);
-            clamp |= !(wmax * c->xs_max <= FLT_MAX);
+    const size_t sbytes = w->gc * w->ssz;
+    for (size_t r = n0; r < n1; r++) {
+        /* the scales of a row QTK__MM_PF_ROWS ahead, a stream of its own */
+        if (r + QTK__MM_PF_ROWS < n1) {
+            const size_t ra = r + QTK__MM_PF_ROWS;
+            const uint8_t *sp = w->sb + (w->br == 1 ? ra * w->gc : qtk__mmw_group0(w, ra)) * w->ssz;
+            for (size_t o = 0; o < sbytes; o += 64) mv_prefetch(sp + o);
         }
-        if (n == 2) {
-            if (clamp) SFX(int_rows)(ik, iv, true, 2, c, &kc, ws, wsld, r);
-            else SFX(int_rows)(ik, iv, false, 2, c, &kc, ws, wsld, r);
-        } else {
-            if (clamp) SFX(int_rows)(ik, iv, true, 1, c, &kc, ws, wsld, r);
-            else SFX(int_rows)(ik, iv, false, 1, c, &kc, ws, wsld, r);
-        }
-        r += n;
+        /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
+         * values), and whether a product with an activation scale can overflow */
+        float wmax = row_scales_max(w, w->br == 1 ? r * w->gc : qtk__mmw_group0(w, r), w->gc, unit, ws);
+        if (wmax * c->xs_max <= FLT_MAX) SFX(int_rows)(ik, iv, false, c, &kc, ws, r);
+        else SFX(int_rows)(ik, iv, true, c, &kc, ws, r);
     }
 }
 
