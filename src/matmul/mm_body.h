@@ -250,6 +250,18 @@ static float row_scales_max(const qtk__mmw *w, size_t g, size_t n, float factor,
     return m;
 }
 
+/* The group index of row r's first scale (no division in the common case of one row a block). */
+MV_AI size_t row_group0(const qtk__mmw *w, size_t r) { return w->br == 1 ? r * w->gc : qtk__mmw_group0(w, r); }
+
+/* The GEMV kernels' prefetch of the scales of row r + QTK__MM_PF_ROWS (when below n1): a
+ * stream of their own, which the hardware prefetcher follows badly beside the weights. */
+MV_AI void prefetch_row_scales(const qtk__mmw *w, size_t r, size_t n1) {
+    const size_t ra = r + QTK__MM_PF_ROWS;
+    if (!w->p || ra >= n1) return;
+    const uint8_t *sp = w->sb + row_group0(w, ra) * w->ssz;
+    for (size_t o = 0, n = w->gc * w->ssz; o < n; o += 64) mv_prefetch(sp + o);
+}
+
 /* Scale vector of placement q (natural: vector q) in the step whose first block is bs[0]. */
 MV_AI mvf step_scale(const mv_consts *kc, const float *bs, unsigned q, mvf win) {
     (void)bs;
@@ -393,7 +405,7 @@ MV_AI void exf_row(const int dk, const int md, const unsigned MR, const qtk__mm 
     for (size_t st = 0; st < nst; st++) {
         const uint8_t *src = row + st * sb;
         if (st == nfull) src = tail_copy(tb, src, dk, K - st * sf, c->w.pad);
-        mv_prefetch(src + 1024); /* the row's next bytes (or the next row's) */
+        mv_prefetch(src + QTK__MM_PF_BYTES); /* the row's next bytes (or the next rows') */
         exf_step(dk, md, MR, kc, src, bs + bi, xr, acc);
         MV_UNROLL
         for (unsigned i = 0; i < MR; i++) xr[i] += sf;
@@ -431,6 +443,7 @@ MV_AI void exf_range_k(const int dk, const qtk__mm *c, size_t n0, size_t n1, flo
     consts_init(c, &kc);
     const size_t M = c->M;
     for (size_t r = n0; r < n1; r++) {
+        prefetch_row_scales(&c->w, r, n1);
         int md = exf_prologue(c, &kc, r, ws);
         if (md == MD_BSUM && dk_int(dk)) {
             exf_row(dk, MD_BSUM, 1, c, &kc, ws, r, 0);

@@ -203,17 +203,11 @@ MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const qtk__mm *c, 
     SFX(ic_init)(ik, iv, c, &kc);
     const qtk__mmw *w = &c->w;
     const float unit = ldexpf(1.0f, -w->ishift);
-    const size_t sbytes = w->gc * w->ssz;
     for (size_t r = n0; r < n1; r++) {
-        /* the scales of a row QTK__MM_PF_ROWS ahead, a stream of its own */
-        if (r + QTK__MM_PF_ROWS < n1) {
-            const size_t ra = r + QTK__MM_PF_ROWS;
-            const uint8_t *sp = w->sb + (w->br == 1 ? ra * w->gc : qtk__mmw_group0(w, ra)) * w->ssz;
-            for (size_t o = 0; o < sbytes; o += 64) mv_prefetch(sp + o);
-        }
+        prefetch_row_scales(w, r, n1);
         /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
          * values), and whether a product with an activation scale can overflow */
-        float wmax = row_scales_max(w, w->br == 1 ? r * w->gc : qtk__mmw_group0(w, r), w->gc, unit, ws);
+        float wmax = row_scales_max(w, row_group0(w, r), w->gc, unit, ws);
         if (wmax * c->xs_max <= FLT_MAX) SFX(int_rows)(ik, iv, false, c, &kc, ws, r);
         else SFX(int_rows)(ik, iv, true, c, &kc, ws, r);
     }
