@@ -15,4 +15,11 @@ typedef qtk_range_fn qtk__range_fn;
  * (down to running inline) if threads cannot be created; never fails. */
 QTK_INTERNAL void qtk__parallel_for(int threads, size_t n, qtk__range_fn fn, void *ctx);
 
+/* The same with the work claimed in chunks of `grain` items (the last one shorter) from a
+ * shared counter, each chunk a call of fn with the claiming thread's index: a thread slowed
+ * by other work on its core (a shared machine, a small core) takes fewer chunks instead of
+ * holding the others up. Which thread runs an item varies from call to call, so fn must make
+ * each item's result independent of it (worker only picks scratch). */
+QTK_INTERNAL void qtk__parallel_for_dynamic(int threads, size_t n, size_t grain, qtk__range_fn fn, void *ctx);
+
 #endif

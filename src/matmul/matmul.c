@@ -301,7 +301,13 @@ static qtk_status run(qtk__mm *c, const void *x, qtk_dtype xdt, const float *bia
         uintptr_t a = ((uintptr_t)ws_mem + 63) & ~(uintptr_t)63;
         j.ws = ws_mem + (a - (uintptr_t)ws_mem) / sizeof(float);
     }
-    qtk__parallel_for(threads, units, run_range, &j);
+    /* chunks claimed dynamically, about 8 per thread (whole passes of the tiled nk driver),
+     * so that a thread slowed by other work does not hold the call up; every output's
+     * arithmetic is the same whichever thread computes it */
+    size_t grain = qtk__ceil_div(units, 8 * (size_t)threads);
+    if (c->layout == QTK_MM_NK && !c->fused && c->path != QTK_MM_PATH_INTEGER && c->path != QTK_MM_PATH_REFERENCE)
+        grain = qtk__ceil_div(grain, QTK__MM_NB / 16) * (QTK__MM_NB / 16);
+    qtk__parallel_for_dynamic(threads, units, grain, run_range, &j);
     qtk__free(ws_mem);
 done:
     if (!st && ybuf) memcpy(y, ybuf, M * N * sizeof(float));
