@@ -13,6 +13,7 @@
  * and bound_catches_errors shows that they reject a dropped block or a wrong scale. */
 #include "test.h"
 
+#include "common/parallel.h"
 #include "kernels/cpu.h"
 #include "matmul/mm.h"
 #include "qtk_matmul.h"
@@ -798,6 +799,40 @@ static void m_sweep_awkward(void) {
     printf("  %zu matmuls checked\n", runs);
 }
 
+/* The matmul's scheduler: every item of [0, n) exactly once, in chunks of at most `grain`
+ * that start at multiples of it (or, run inline on one thread, all at once), each from a
+ * worker below the thread count. */
+typedef struct {
+    _Atomic unsigned *seen;
+    size_t grain;
+    int threads;
+    size_t n;
+    _Atomic unsigned bad;
+} dyn_check;
+static void dyn_visit(void *ctx, size_t b, size_t e, int worker) {
+    dyn_check *d = ctx;
+    const bool chunk = b % d->grain == 0 && e > b && e - b <= d->grain, whole = b == 0 && e == d->n;
+    if (worker < 0 || worker >= d->threads || !(chunk || whole)) d->bad++;
+    for (size_t i = b; i < e; i++) d->seen[i]++;
+}
+static void dynamic_chunks(void) {
+    static const size_t ns[] = {1, 7, 100, 1000};
+    static const size_t grains[] = {1, 3, 64, 5000};
+    for (size_t ni = 0; ni < 4; ni++)
+        for (size_t gi = 0; gi < 4; gi++)
+            for (int th = 1; th <= 5; th += 2) {
+                const size_t n = ns[ni];
+                _Atomic unsigned *seen = calloc(n, sizeof *seen);
+                dyn_check d = {seen, grains[gi], th, n, 0};
+                qtk__parallel_for_dynamic(th, n, grains[gi], dyn_visit, &d);
+                size_t wrong = 0;
+                for (size_t i = 0; i < n; i++) wrong += seen[i] != 1;
+                CHECK_MSG(wrong == 0 && d.bad == 0, "n %zu grain %zu threads %d: %zu items not seen once, %u bad chunks", n,
+                          grains[gi], th, wrong, (unsigned)d.bad);
+                free(seen);
+            }
+}
+
 /* The fused kernels and the integer path give the same bits for every thread count (each
  * output is one thread's, computed in one order). */
 static void thread_invariance(void) {
@@ -1027,4 +1062,4 @@ static void padding_codes_overflow(void) {
 
 TEST_MAIN("matmul", T(errors), T(integer_path_huge_scale), T(underflowing_products), T(padding_codes_overflow), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
-          T(thread_invariance), T(extreme_scales))
+          T(thread_invariance), T(dynamic_chunks), T(extreme_scales))
