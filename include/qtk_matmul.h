@@ -30,7 +30,9 @@
  *
  *   QTK_PRECISION_FAST. For integer-valued weights (q8f q8s q4f q4s q2f q2s, e2m1 whose
  *   values are halves of integers, and lookup tables of integers, such as iq4nl) in layout
- *   nk with fields packed along K, and M <= 8 (GEMV and small batches): each row of x is
+ *   nk with fields packed along K, and M up to the kernel level's limit (GEMV and small
+ *   batches: 8; with AVX2 16 for 8-bit weights, 32 for 4-bit and any M for 2-bit, where the
+ *   integer kernel measured faster than the exact tiled one): each row of x is
  *   quantized on the fly to int8 in blocks of B = 32 (16 when the weight blocks are 16
  *   long): s_b = max|x| / 127, q = round(x / s_b), the way ggml pairs Q4_0 with Q8_0. Block
  *   dot products are exact integers (2-bit weights: additions and subtractions only, as
@@ -42,12 +44,12 @@
  *   lose 2^-150 when it falls below f32's normal range, times the block's integer sum), about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the
  *   output's scale typically. Everything else runs the exact path even when FAST is asked
  *   for: schemes without an integer path (nf4, e4m3, e5m2, 8-bit tables, other layouts),
- *   and M > 8, where the exact tiled kernel is faster than the integer one. FAST only ever
+ *   and M above that limit, where the exact tiled kernel is faster. FAST only ever
  *   allows the integer path; it never trades accuracy silently. qtk_matmul_path() tells
  *   which path a call takes.
  *
- * Threads split N; each output is computed by one thread in the same order whatever the
- * thread count. Results do not depend on the thread count.
+ * Threads share N (in chunks they claim as they go); each output is computed by one thread in
+ * the same order whatever the thread count. Results do not depend on the thread count.
  */
 #ifndef QTK_MATMUL_H
 #define QTK_MATMUL_H

@@ -321,6 +321,14 @@ static void all_schemes_all_paths(void) {
     printf("  %zu matmuls checked\n", runs);
 }
 
+/* The integer path's row limit of the active level for a scheme's weight width. */
+static size_t int_limit(const char *spec) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse(spec, &s));
+    const unsigned bits = qtk_value_bits(s.value);
+    return qtk__mm_int_max_m(bits == 2 ? 4u : bits == 4 ? 2u : 1u);
+}
+
 /* The integer path is taken exactly for integer-valued schemes in layout nk. */
 static void integer_path_selection(void) {
     register_tables();
@@ -339,9 +347,16 @@ static void integer_path_selection(void) {
         CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
         CHECK_MSG((path == QTK_MM_PATH_INTEGER) == cases[i].integer, "%s: fast path is %s", cases[i].spec,
                   qtk_mm_path_name(path));
-        /* many rows of x: the exact tiled kernel, faster there */
-        CHECK_OK(qtk_matmul_path(p.t, 64, &o, &path));
-        CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: fast at M = 64 is %s", cases[i].spec, qtk_mm_path_name(path));
+        /* many rows of x: the exact tiled kernel above the level's limit for the weights'
+         * width, the integer path up to it */
+        if (cases[i].integer) {
+            const size_t lim = int_limit(cases[i].spec);
+            for (size_t m = 9; m <= 300; m = m * 2 + 1) {
+                CHECK_OK(qtk_matmul_path(p.t, m, &o, &path));
+                CHECK_MSG((path == QTK_MM_PATH_INTEGER) == (m <= lim), "%s: fast at M = %zu is %s (limit %zu)",
+                          cases[i].spec, m, qtk_mm_path_name(path), lim);
+            }
+        }
         o.precision = QTK_PRECISION_EXACT;
         CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
         CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact path is integer", cases[i].spec);

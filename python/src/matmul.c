@@ -31,7 +31,7 @@ const char qtkpy_matmul_doc[] =
     "and orders are converted once to float32). bias: None or [N] float32. Returns float32 [M, N].\n"
     "precision: 'exact' -- the product with exactly the weights dequantize() gives, in float32 sums:\n"
     "|y - y*| <= gamma(K+1) * (sum_k |x_k w_k| + |b|), gamma(n) = n u / (1 - n u), u = 2**-24;\n"
-    "'fast' allows the int8-activation integer path for integer-valued weights (layout nk, M <= 8) with\n"
+    "'fast' allows the int8-activation integer path for integer-valued weights (layout nk, small M) with\n"
     "the bound in qtk's README ('Matmul'); other cases run exact. The GIL is released while qtk works.";
 
 static PyArrayObject *x_array(PyObject *o, qtk_dtype *dt) {

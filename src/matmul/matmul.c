@@ -45,6 +45,9 @@ static const qtk__mm_isa *active_isa(void) {
     }
 }
 
+static size_t int_max_m(const qtk__mm_isa *isa, unsigned per) { return isa->int_max_m[per == 4 ? 2 : per == 2 ? 1 : 0]; }
+size_t qtk__mm_int_max_m(unsigned per) { return int_max_m(active_isa(), per); }
+
 /* ---- arguments ---- */
 
 static qtk_status get_opts(const qtk_matmul_options *opts, qtk_matmul_options *o) {
@@ -105,7 +108,7 @@ static void choose(qtk__mm *c, const qtk_matmul_options *o) {
     unsigned hooks = atomic_load(&hooks_bits);
     const qtk__mm_isa *isa = active_isa();
     size_t bx = o->precision == QTK_PRECISION_FAST && c->w.p ? int_block(c) : 0;
-    if (c->M > QTK__MM_INT_MAX_M && !(hooks & QTK__MM_HOOK_INT_ANY_M)) bx = 0;
+    if (c->M > int_max_m(isa, c->w.per) && !(hooks & QTK__MM_HOOK_INT_ANY_M)) bx = 0;
     c->isa = isa;
     c->fused = false;
     c->smode = QTK__SM_NONE;

@@ -121,6 +121,9 @@ typedef struct qtk__mm_isa {
     unsigned lanes;     /* f32 lanes per vector: the chunk geometry */
     unsigned ir, jr;    /* microkernel tile: ir broadcast rows x jr vector columns (max) */
     size_t fused_max_m; /* nk exact: M up to this runs the fused kernel */
+    /* precision fast takes the integer path up to this many rows of x, for weights of 1, 2
+     * and 4 codes a byte (8-, 4-, 2-bit); above it the exact tiled kernel is faster */
+    size_t int_max_m[3];
     /* nk exact, streamed, small M */
     qtk__mm_range_fn nk_fused;
     /* kn exact, streamed, small M (ws: qtk__mm_knf_ws floats) */
@@ -231,14 +234,17 @@ enum {
  * path for every M (normally M <= QTK__MM_INT_MAX_M); the multiply-free 2-bit kernel where
  * it applies, at every level; the integer path without vpdpbusd (pmaddubsw flavours). */
 
-/* precision fast takes the integer path up to this many rows of x; above it the exact
- * tiled kernel is both faster (measured: 1.3-2x at M = 64) and more accurate. */
+/* The integer path's row limit where a level has not measured its own (isa->int_max_m): above
+ * it the exact tiled kernel was both faster (1.3-2x at M = 64, AVX-512) and more accurate. The
+ * ternary flavour keeps to it on every level. */
 #define QTK__MM_INT_MAX_M 8u
 QTK_INTERNAL void qtk__mm_set_hooks(unsigned hooks);
 QTK_INTERNAL unsigned qtk__mm_hooks(void);
 /* Makes qtk_matmul use these kernels whatever the ISA level (NULL: the level's own); the
  * tests build the portable body at other widths with it. */
 QTK_INTERNAL void qtk__mm_set_isa_override(const qtk__mm_isa *isa);
+/* The active kernels' integer-path row limit for weights of `per` codes a byte (1, 2, 4). */
+QTK_INTERNAL size_t qtk__mm_int_max_m(unsigned per);
 /* Masks CPU feature bits (cpu.h) the matmul kernels may use (0 = no mask). */
 QTK_INTERNAL void qtk__mm_set_feature_mask(unsigned drop);
 QTK_INTERNAL unsigned qtk__mm_features(void);

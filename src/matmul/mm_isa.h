@@ -6,6 +6,11 @@ const qtk__mm_isa MV_TABLE = {
     .ir = IR,
     .jr = MV_JV * MV_L,
     .fused_max_m = 8,
+#ifdef MV_INT_MAX_M
+    .int_max_m = MV_INT_MAX_M,
+#else
+    .int_max_m = {QTK__MM_INT_MAX_M, QTK__MM_INT_MAX_M, QTK__MM_INT_MAX_M},
+#endif
     .nk_fused = nk_fused,
     .kn_fused = kn_fused,
     .decode = decode,

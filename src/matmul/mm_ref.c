@@ -90,6 +90,7 @@ const qtk__mm_isa qtk__mm_isa_ref = {
     .ir = 1,
     .jr = 1,
     .fused_max_m = 0,
+    .int_max_m = {QTK__MM_INT_MAX_M, QTK__MM_INT_MAX_M, QTK__MM_INT_MAX_M},
     .nk_fused = NULL,
     .kn_fused = NULL,
     .decode = NULL,
