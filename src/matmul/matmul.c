@@ -308,7 +308,7 @@ static qtk_status run(qtk__mm *c, const void *x, qtk_dtype xdt, const float *bia
      * so that a thread slowed by other work does not hold the call up; every output's
      * arithmetic is the same whichever thread computes it */
     size_t grain = qtk__ceil_div(units, 8 * (size_t)threads);
-    if (c->layout == QTK_MM_NK && !c->fused && c->path != QTK_MM_PATH_INTEGER && c->path != QTK_MM_PATH_REFERENCE)
+    if (j.fn == qtk__mm_gemm_nk)
         grain = qtk__ceil_div(grain, QTK__MM_NB / 16) * (QTK__MM_NB / 16);
     qtk__parallel_for_dynamic(threads, units, grain, run_range, &j);
     qtk__free(ws_mem);

@@ -73,8 +73,8 @@ static inline float qtk__mmw_scale(const qtk__mmw *w, size_t g) {
     float s = qtk__scale_load(w->sdt, w->sb + g * w->ssz);
     return w->two_level ? w->global * s : s;
 }
-/* Index of the scale group of tensor row r, column 0. */
-static inline size_t qtk__mmw_group0(const qtk__mmw *w, size_t r) { return (r / w->br) * w->gc; }
+/* Index of the scale group of tensor row r, column 0 (no division for blocks one row tall). */
+static inline size_t qtk__mmw_group0(const qtk__mmw *w, size_t r) { return (w->br == 1 ? r : r / w->br) * w->gc; }
 
 struct qtk__mm_isa;
 

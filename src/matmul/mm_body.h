@@ -250,15 +250,12 @@ static float row_scales_max(const qtk__mmw *w, size_t g, size_t n, float factor,
     return m;
 }
 
-/* The group index of row r's first scale (no division in the common case of one row a block). */
-MV_AI size_t row_group0(const qtk__mmw *w, size_t r) { return w->br == 1 ? r * w->gc : qtk__mmw_group0(w, r); }
-
 /* The GEMV kernels' prefetch of the scales of row r + QTK__MM_PF_ROWS (when below n1): a
  * stream of their own, which the hardware prefetcher follows badly beside the weights. */
 MV_AI void prefetch_row_scales(const qtk__mmw *w, size_t r, size_t n1) {
     const size_t ra = r + QTK__MM_PF_ROWS;
     if (!w->p || ra >= n1) return;
-    const uint8_t *sp = w->sb + row_group0(w, ra) * w->ssz;
+    const uint8_t *sp = w->sb + qtk__mmw_group0(w, ra) * w->ssz;
     for (size_t o = 0, n = w->gc * w->ssz; o < n; o += 64) mv_prefetch(sp + o);
 }
 
@@ -793,7 +790,7 @@ static qtk_status int_prepare(qtk__mm *c) {
     } else {
         c->ivar = IV_SGN;
     }
-    qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar == IV_DP || c->ivar == IV_OFF || c->ivar == IV_XOR, qtk__mm_quantize_row);
+    qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar != IV_SGN && c->ivar != IV_TERN, qtk__mm_quantize_row);
     if (!st) c->ws_floats = mm_row_ws(c);
     return st;
 }

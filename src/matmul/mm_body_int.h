@@ -207,7 +207,7 @@ MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const qtk__mm *c, 
         prefetch_row_scales(w, r, n1);
         /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
          * values), and whether a product with an activation scale can overflow */
-        float wmax = row_scales_max(w, row_group0(w, r), w->gc, unit, ws);
+        float wmax = row_scales_max(w, qtk__mmw_group0(w, r), w->gc, unit, ws);
         if (wmax * c->xs_max <= FLT_MAX) SFX(int_rows)(ik, iv, false, c, &kc, ws, r);
         else SFX(int_rows)(ik, iv, true, c, &kc, ws, r);
     }
