@@ -115,14 +115,24 @@ typedef enum qtk_dtype {
     QTK_DTYPE_E2M1,  /* FP4: bias 1, no inf or NaN */
     QTK_DTYPE_UE8M0, /* unsigned exponent-only 2^(e-127); 0xFF is NaN; no zero */
     QTK_DTYPE_UE4M3, /* E4M3 with the sign bit 0 */
+    /* Integers, for qtk's extension (docs/affine.md): u8 is an integer zero point (zero=u8);
+     * u6, u4, i8 and i6 are ggml's integer sub-scales and sub-mins under an f16 super-block
+     * scale (super=, store=ggml only). A code is the integer's two's complement bits. */
+    QTK_DTYPE_U8,    /* 0..255 */
+    QTK_DTYPE_U6,    /* 0..63 */
+    QTK_DTYPE_U4,    /* 0..15 */
+    QTK_DTYPE_I8,    /* -128..127 */
+    QTK_DTYPE_I6,    /* -32..31 (ggml's Q3_K stores it biased by 32) */
     QTK_DTYPE_COUNT_
 } qtk_dtype;
 
 QTK_API const char *qtk_dtype_name(qtk_dtype d);      /* "f32", "ue4m3", ...; "?" if unknown */
 QTK_API qtk_status qtk_dtype_parse(const char *name, qtk_dtype *out); /* case-insensitive */
-QTK_API unsigned qtk_dtype_bits(qtk_dtype d);          /* 32, 16, 8 or 4; 0 if unknown */
+QTK_API unsigned qtk_dtype_bits(qtk_dtype d);          /* 32, 16, 8, 6 or 4; 0 if unknown */
 
-/* Decode a code of the format to f32 (exact: every code of these formats is an f32). */
+/* Decode a code of the format to f32 (exact: every code of these formats is an f32). The
+ * integer dtypes decode to their integer; they encode with round to nearest, ties to even,
+ * and round up to the ceiling, saturating at their range (NaN gives 0). */
 QTK_API float qtk_fmt_decode(qtk_dtype d, uint32_t code);
 /* Encode with round to nearest, ties to even. Finite values beyond the format's largest
  * finite value become inf where the format has one (f16, bf16, e5m2; NaN for e4m3 and
@@ -156,15 +166,40 @@ typedef enum qtk_value {
     QTK_VALUE_E4M3,
     QTK_VALUE_E5M2,
     QTK_VALUE_E2M1,
+    /* qtk's extension (docs/affine.md): unsigned integers 0..2^bits-1, the fields of the
+     * affine mode (and only there), and signed 6-, 5- and 3-bit integers (ggml's Q6_K, Q5_0,
+     * Q3_K). Fields of 6, 5 and 3 bits are stored native/packed (one per byte) or ggml. */
+    QTK_VALUE_U8,
+    QTK_VALUE_U5,
+    QTK_VALUE_U4,
+    QTK_VALUE_U3,
+    QTK_VALUE_U2,
+    QTK_VALUE_Q6F,
+    QTK_VALUE_Q5F,
+    QTK_VALUE_Q3F,
     QTK_VALUE_COUNT_
 } qtk_value;
 
-typedef enum qtk_mode { QTK_MODE_SYMMETRIC = 0, QTK_MODE_LOOKUP } qtk_mode;
+typedef enum qtk_mode {
+    QTK_MODE_SYMMETRIC = 0,
+    QTK_MODE_LOOKUP,
+    QTK_MODE_AFFINE       /* an offset per scale group (qtk's extension, docs/affine.md) */
+} qtk_mode;
+
+/* How the affine mode's offset enters the value (s the scale, q the unsigned field, each
+ * operation rounded to f32): */
+typedef enum qtk_offset {
+    QTK_OFFSET_ADD = 0,   /* offset=D: x = s q + o   (o: the group's minimum; ggml Q4_1, Q5_1) */
+    QTK_OFFSET_MIN,       /* min=D:    x = s q - m   (m: the minimum negated; ggml's K-quants) */
+    QTK_OFFSET_ZERO       /* zero=D:   x = s (q - z) (z: a zero point; GPTQ, AWQ) */
+} qtk_offset;
 
 typedef enum qtk_store {
     QTK_STORE_U32 = 0,    /* 32/bits fields per little-endian u32 word (the default) */
     QTK_STORE_NATIVE,     /* one field per byte */
-    QTK_STORE_PACKED      /* the value's native packing: e2m1 two per byte, others one */
+    QTK_STORE_PACKED,     /* the value's native packing: e2m1 two per byte, others one */
+    QTK_STORE_GGML        /* ggml's block structs, verbatim (docs/affine.md §3): only the schemes
+                           * of ggml's types Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K */
 } qtk_store;
 
 /* A scheme is a plain value: copy it, compare it with qtk_scheme_equal, zero-initialise
@@ -181,22 +216,32 @@ typedef struct qtk_scheme {
     qtk_dtype block_dtype;               /* scale dtype of the block level */
     qtk_dtype tensor_dtype;              /* tensor level, or QTK_DTYPE_NONE */
     char table[QTK_TABLE_NAME_MAX];      /* lookup table name (lower case), "" for symmetric */
+    /* qtk's extension (docs/affine.md); zero for every SPEC scheme */
+    qtk_offset offset;                   /* affine mode: how the offset enters the value */
+    qtk_dtype offset_dtype;              /* affine mode: the offsets' dtype; else QTK_DTYPE_NONE */
+    uint32_t super_block;                /* store=ggml: elements under one super-block scale
+                                            (256), which multiplies the integer block scales
+                                            (and mins, by a second one); 0: none */
+    qtk_dtype super_dtype;               /* the super-block scales' dtype (f16) */
 } qtk_scheme;
 
-/* Parse a spec string (SPEC §1.1) or a preset name. Case-insensitive. On error the message
- * quotes the offending part. */
+/* Parse a spec string (SPEC §1.1, and docs/affine.md's options min=, offset=, zero=, super=,
+ * store=ggml) or a preset name. Case-insensitive. On error the message quotes the offending
+ * part. Presets: nvfp4 mxfp4 mxfp8 nf4, and ggml's types q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k
+ * q4_k q5_k q6_k iq4_nl (docs/affine.md; q8_0, q4_0 and iq4_nl in qtk's layouts, the others
+ * store=ggml). */
 QTK_API qtk_status qtk_scheme_parse(const char *spec, qtk_scheme *out);
 /* Canonical spec string of a valid scheme; it parses back to an equal scheme. Writes at most
  * cap bytes including the terminator; *needed (optional) gets the full length + 1. */
 QTK_API qtk_status qtk_scheme_format(const qtk_scheme *s, char *buf, size_t cap, size_t *needed);
-/* Name of the preset the scheme equals ("nvfp4", ...) or NULL. */
+/* Name of the preset the scheme equals ("nvfp4", "q4_k", ...) or NULL. */
 QTK_API const char *qtk_scheme_preset_name(const qtk_scheme *s);
 /* Checks a scheme on its own (value/store/level combinations, table present and sized). */
 QTK_API qtk_status qtk_scheme_validate(const qtk_scheme *s);
 /* 1 if equal (block dims compared after canonicalisation), else 0. */
 QTK_API int qtk_scheme_equal(const qtk_scheme *a, const qtk_scheme *b);
-/* Field width in bits of a value (8, 4 or 2), and the integer range [lo, hi] (for
- * minifloats: -max, max). */
+/* Field width in bits of a value (8, 6, 5, 4, 3 or 2), its name, and its largest magnitude
+ * (integers: hi of the range [lo, hi]; minifloats: max). */
 QTK_API unsigned qtk_value_bits(qtk_value v);
 QTK_API const char *qtk_value_name(qtk_value v);
 QTK_API float qtk_value_max(qtk_value v);
@@ -224,7 +269,14 @@ typedef struct qtk_layout {
     size_t table_bytes;          /* 4 * table_entries */
     size_t scales_offset, global_offset, table_offset;
     size_t total_bytes;          /* exact length of the tensor's bytes (SPEC §5) */
+    /* the affine mode's offsets, one per scale group, after the scales (docs/affine.md) */
+    qtk_dtype offset_dtype;      /* QTK_DTYPE_NONE when there are none */
+    size_t offset_bytes, offsets_offset;
 } qtk_layout;
+/* For store=ggml the whole tensor is its blocks: value_bytes == total_bytes, unit_bytes is
+ * one block's bytes and fields_per_unit its elements (QK); n_scales and the grid count the
+ * sub-blocks (the scale groups), whose scales and offsets are inside the blocks (scale_bytes
+ * and offset_bytes 0). */
 
 QTK_API qtk_status qtk_layout_compute(const qtk_scheme *s, const size_t *shape, int rank,
                                       qtk_layout *out);
@@ -262,7 +314,8 @@ typedef enum qtk_calibration {
     QTK_CALIB_MINMAX = 0, /* alpha = max |x| over the group */
     QTK_CALIB_ABSMEAN,    /* alpha = mean |x| (BitNet b1.58); not for two-level schemes */
     /* Minimum squared error: per scale group, the stored scale (the value after the scale
-     * dtype's rounding) whose fields give the least sum of w (x - x')^2 — the fields are
+     * dtype's rounding; for the affine mode the scale and the offset, searched together:
+     * docs/affine.md) whose fields give the least sum of w (x - x')^2 — the fields are
      * the encoder's nearest rounding under that scale, so the bytes are those of the
      * scheme's layout and decode with the same dequantizer. Two-level schemes also choose
      * the global. The result is never worse than minmax's on any group (same global), is
@@ -298,6 +351,11 @@ typedef struct qtk_quantize_options {
      * whose weights are all 0 keeps the minmax scale. */
     const float *weights;
     size_t n_weights;
+    /* The affine mode with caller-given scales: one offset per scale group (as the scheme
+     * stores it: o, m or z), required with scales and refused otherwise. store=ggml schemes
+     * take no given scales (theirs are integers under a computed f16). */
+    const float *offsets;
+    size_t n_offsets;
 } qtk_quantize_options;
 
 /* Quantize n = numel(shape) f32 values. opts may be NULL (minmax calibration). */
@@ -337,8 +395,11 @@ QTK_API const uint8_t *qtk_tensor_bytes(const qtk_tensor *t, size_t *len);
 QTK_API const qtk_scheme *qtk_tensor_scheme(const qtk_tensor *t);
 QTK_API const qtk_layout *qtk_tensor_layout(const qtk_tensor *t);
 /* Copies the stored scales decoded to f32 (n = layout.n_scales); the two-level global
- * (1.0 when there is none). */
+ * (1.0 when there is none). For store=ggml, each sub-block's scale d x sc. */
 QTK_API qtk_status qtk_tensor_scales(const qtk_tensor *t, float *out, size_t cap);
+/* The affine mode's offsets decoded to f32 (n = layout.n_scales), as the scheme stores them:
+ * offset=: o, min=: m (store=ggml: dmin x mn), zero=: z. QTK_E_SCHEME without an offset. */
+QTK_API qtk_status qtk_tensor_offsets(const qtk_tensor *t, float *out, size_t cap);
 QTK_API float qtk_tensor_global(const qtk_tensor *t);
 
 /* Dequantize into out (n_out elements of dtype f32, f16 or bf16; n_out must equal numel). */

@@ -259,7 +259,7 @@ static void matrix(void) {
     for (size_t si = 0; si < sizeof shapes / sizeof shapes[0]; si++) {
         const shape_t *sh = &shapes[si];
         int erank = sh->rank ? sh->rank : 1;
-        for (int v = 0; v < QTK_VALUE_COUNT_; v++) {
+        for (int v = 0; v <= QTK_VALUE_E2M1; v++) {
             for (int lookup = 0; lookup < 2; lookup++) {
                 /* stores: native, then packed and u32 along each dim (at most 3) */
                 int nstores = 1 + 2 * (erank < 3 ? erank : 3);

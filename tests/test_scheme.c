@@ -72,7 +72,7 @@ static void parse_fields(void) {
 static void parse_errors(void) {
     qtk_scheme s;
     CHECK_ERR(qtk_scheme_parse("", &s), QTK_E_PARSE, "empty");
-    CHECK_ERR(qtk_scheme_parse("q5f", &s), QTK_E_PARSE, "'q5f' is not a value");
+    CHECK_ERR(qtk_scheme_parse("q7f", &s), QTK_E_PARSE, "'q7f' is not a value");
     CHECK_ERR(qtk_scheme_parse("q8f,block=0:f16", &s), QTK_E_PARSE, "block dim '0'");
     CHECK_ERR(qtk_scheme_parse("q8f,block=65536:f16", &s), QTK_E_PARSE, "block dim '65536'");
     CHECK_ERR(qtk_scheme_parse("q8f,block=32", &s), QTK_E_PARSE, "needs a scale dtype");

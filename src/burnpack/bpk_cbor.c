@@ -11,7 +11,9 @@
 
 /* ---- names ---- */
 
-static const char *const value_names[QTK_VALUE_COUNT_] = {
+/* Burn's QuantValue: the SPEC values, the first QTK_VALUE_E2M1 + 1 of qtk_value */
+#define BURN_VALUES (QTK_VALUE_E2M1 + 1)
+static const char *const value_names[BURN_VALUES] = {
     [QTK_VALUE_Q8F] = "Q8F", [QTK_VALUE_Q8S] = "Q8S",   [QTK_VALUE_Q4F] = "Q4F",
     [QTK_VALUE_Q4S] = "Q4S", [QTK_VALUE_Q2F] = "Q2F",   [QTK_VALUE_Q2S] = "Q2S",
     [QTK_VALUE_E4M3] = "E4M3", [QTK_VALUE_E5M2] = "E5M2", [QTK_VALUE_E2M1] = "E2M1",
@@ -161,8 +163,26 @@ static cbor_item_t *scheme_item(const qtk_ckpt_tensor *t, qtk_status *st) {
     return m;
 }
 
+/* 1 if Burn's QuantScheme can say what s is: a SPEC value, mode and store (docs/affine.md:
+ * the extension's schemes are written as {"QtkQuant": spec} instead). */
+static bool burn_expressible(const qtk_scheme *s) {
+    return (unsigned)s->value < BURN_VALUES && s->mode != QTK_MODE_AFFINE && s->store != QTK_STORE_GGML &&
+           s->super_block == 0;
+}
+
 static cbor_item_t *dtype_item(const qtk_ckpt_tensor *t, qtk_status *st) {
     *st = QTK_OK;
+    if (t->quantized && !burn_expressible(&t->scheme)) {
+        qtk_layout L;
+        char spec[256];
+        *st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
+        if (!*st) *st = qtk_scheme_format(&t->scheme, spec, sizeof spec, NULL);
+        if (*st) {
+            qtk__err_context(*st, "tensor '%s'", t->name);
+            return NULL;
+        }
+        return cb_variant("QtkQuant", cb_text(spec));
+    }
     if (t->quantized) {
         cbor_item_t *s = scheme_item(t, st);
         return s ? cb_variant("QFloat", s) : NULL;
@@ -571,7 +591,7 @@ static qtk_status decode_scheme(const cbor_item_t *it, qtk_scheme *s) {
     for (int k = 0; k < 3; k++)
         if (!f[k].value) return qtk__err(QTK_E_FORMAT, "QuantScheme lacks '%s'", f[k].name);
     bool found = false;
-    for (int v = 0; v < QTK_VALUE_COUNT_ && !found; v++)
+    for (int v = 0; v < BURN_VALUES && !found; v++)
         if (qtk__cb_is(f[0].value, value_names[v])) s->value = (qtk_value)v, found = true;
     if (!found) {
         char b[64];
@@ -644,6 +664,24 @@ qtk_status qtk__bpk_decode_dtype(const cbor_item_t *it, qtk__bpk_dtype *out) {
         out->quantized = true;
         qtk_status st = decode_scheme(payload, &out->scheme);
         return st ? qtk__err_context(st, "QFloat") : QTK_OK;
+    }
+    if (qtk__cb_is(key, "QtkQuant")) {
+        /* qtk's extension (docs/affine.md §4): the canonical spec string of a scheme Burn's
+         * QuantScheme cannot hold */
+        const cbor_item_t *txt = qtk__cb_untag(payload);
+        size_t n = 0;
+        if (!text_parts(txt, &n) || n == 0 || n >= 256)
+            return qtk__err(QTK_E_FORMAT, "dtype QtkQuant is not a spec string of 1..255 bytes");
+        char spec[256];
+        text_copy(txt, spec);
+        spec[n] = '\0';
+        if (memchr(spec, '\0', n)) return qtk__err(QTK_E_FORMAT, "dtype QtkQuant's spec string holds a NUL");
+        qtk_status st = qtk_scheme_parse(spec, &out->scheme);
+        if (st) return qtk__err_context(st, "dtype QtkQuant");
+        if (burn_expressible(&out->scheme))
+            return qtk__err(QTK_E_FORMAT, "dtype QtkQuant holds '%s', which Burn's QFloat expresses: qtk writes it as QFloat", spec);
+        out->quantized = true;
+        return QTK_OK;
     }
     char b[64];
     text_for_msg(key, b, sizeof b);

@@ -43,6 +43,10 @@ qtk_status qtk__plan_from_layout(qtk__plan *p, const qtk_scheme *s, const qtk_la
     /* SPEC §4: native and packed stores (other than e2m1's two per byte) hold one field per
      * byte, integer fields sign-extended to int8 */
     p->native_int = s->store != QTK_STORE_U32 && p->fpu == 1 && p->kind == QTK__KIND_INT && !p->lookup;
+    p->unsig = p->vi->unsig;
+    p->affine = s->mode == QTK_MODE_AFFINE;
+    p->offk = s->offset;
+    p->odt = p->affine ? s->offset_dtype : QTK_DTYPE_NONE;
     p->lo = (float)p->vi->lo;
     p->hi = (float)p->vi->hi;
     p->fmax = p->vi->max;

@@ -27,7 +27,12 @@ typedef struct qtk__plan {
     bool pack_last;               /* fields packed along the last axis (fpu > 1) */
     unsigned fpu, unit_bytes, bits;
     uint32_t mask;                /* (1 << bits) - 1 */
-    bool native_int;              /* integer fields one per byte (native, packed): sign-extended */
+    bool native_int;              /* integer fields one per byte (native, packed): sign-extended
+                                   * (unsigned values: zero-extended, the code itself) */
+    bool unsig;                   /* unsigned integer value (the affine mode's fields) */
+    bool affine;                  /* an offset per scale group (docs/affine.md) */
+    qtk_offset offk;              /* how it enters the value */
+    qtk_dtype odt;                /* its dtype */
     bool lookup;
     qtk__value_kind kind;         /* kind of the value (lookup fields are indices whatever it is) */
     float lo, hi;                 /* integer range as floats */
@@ -150,6 +155,7 @@ static inline uint32_t qtk__encode_elem(const qtk__plan *p, float x, float e) {
 static inline float qtk__decode_elem(const qtk__plan *p, uint32_t code) {
     if (p->lookup) return p->table[code];
     if (p->kind == QTK__KIND_INT) {
+        if (p->unsig) return (float)code;
         int32_t v = (int32_t)(code << (32 - p->bits)) >> (32 - p->bits);
         return (float)v;
     }
@@ -160,13 +166,46 @@ static inline float qtk__decode_elem(const qtk__plan *p, uint32_t code) {
     }
 }
 
+/* ---- the affine mode (docs/affine.md §2) ---- */
+
+/* The field for x under stored scale s and stored offset o (o, m or z as the scheme stores
+ * it). Each operation is its own statement: no compiler contracts them. */
+static inline uint32_t qtk__encode_affine(const qtk__plan *p, float x, float s, float o) {
+    if (s == 0.0f) return 0;
+    float t;
+    if (p->offk == QTK_OFFSET_ADD) {
+        t = x - o;
+        t = t / s;
+    } else if (p->offk == QTK_OFFSET_MIN) {
+        t = x + o;
+        t = t / s;
+    } else {
+        t = x / s;
+        t = t + o;
+    }
+    float r = roundf(t);
+    r = r < 0.0f ? 0.0f : r > p->hi ? p->hi : r;
+    return (uint32_t)r;
+}
+
+/* The value of field `code` under stored scale s and stored offset o. */
+static inline float qtk__decode_affine(const qtk__plan *p, uint32_t code, float s, float o) {
+    float q = (float)code, t;
+    if (p->offk == QTK_OFFSET_ZERO) {
+        t = q - o;
+        return s * t;
+    }
+    t = s * q;
+    return p->offk == QTK_OFFSET_ADD ? t + o : t - o;
+}
+
 /* ---- fields in storage (the pack room's primitives) ---- */
 
 /* OR a field into zero-initialised storage. */
 static inline void qtk__field_put(const qtk__plan *p, uint8_t *vals, size_t unit, unsigned slot, uint32_t code) {
     if (p->native_int) {
-        /* sign-extend the bits-wide field to a byte */
-        vals[unit] = (uint8_t)((int32_t)(code << (32 - p->bits)) >> (32 - p->bits));
+        /* sign-extend the bits-wide field to a byte (unsigned fields: the code) */
+        vals[unit] = p->unsig ? (uint8_t)code : (uint8_t)((int32_t)(code << (32 - p->bits)) >> (32 - p->bits));
         return;
     }
     unsigned bit = slot * p->bits;

@@ -33,6 +33,8 @@ typedef enum {
 } field_mode;
 
 static bool field_mode_of(const qtk__plan *p, field_mode *m) {
+    /* the extension's values (unsigned, 3-, 5- and 6-bit) and the affine mode: the reference */
+    if (p->unsig || p->affine || (p->bits != 2 && p->bits != 4 && p->bits != 8)) return false;
     if (p->fpu == 1) {
         *m = FIELDS_BYTE;
         return true;

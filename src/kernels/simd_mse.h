@@ -388,6 +388,8 @@ MSE_FN_W(K_E2M1)
 static bool simd_mse_groups(const qtk__mse_cfg *c, const qtk__mse_src *src, size_t n, float g, uint8_t *codes,
                             float *eff, double *err) {
     if (c->ternary) return false;
+    /* the extension's values (unsigned, 3-, 5- and 6-bit) and the affine mode: the reference */
+    if (c->p->unsig || c->p->affine || (c->p->bits != 2 && c->p->bits != 4 && c->p->bits != 8)) return false;
     mse_ctx k;
     if (!mse_ctx_init(c, &k)) return false;
     k.g = vf_set1(g);

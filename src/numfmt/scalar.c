@@ -1,10 +1,11 @@
 /* scalar.c — the public API over the scalar number formats. */
 #include "scalar.h"
 
+#include <math.h>
 #include <strings.h>
 
 static const char *const dtype_names[QTK_DTYPE_COUNT_] = {
-    "none", "f32", "f16", "bf16", "e4m3", "e5m2", "e2m1", "ue8m0", "ue4m3",
+    "none", "f32", "f16", "bf16", "e4m3", "e5m2", "e2m1", "ue8m0", "ue4m3", "u8", "u6", "u4", "i8", "i6",
 };
 
 const char *qtk_dtype_name(qtk_dtype d) {
@@ -20,7 +21,7 @@ qtk_status qtk_dtype_parse(const char *name, qtk_dtype *out) {
         }
     }
     return qtk__err(QTK_E_PARSE,
-                    "unknown dtype '%s' (expected f32, f16, bf16, e4m3, e5m2, e2m1, ue8m0 or ue4m3)",
+                    "unknown dtype '%s' (expected f32, f16, bf16, e4m3, e5m2, e2m1, ue8m0, ue4m3, u8, u6, u4, i8 or i6)",
                     name);
 }
 
@@ -34,6 +35,11 @@ unsigned qtk_dtype_bits(qtk_dtype d) {
     case QTK_DTYPE_UE8M0:
     case QTK_DTYPE_UE4M3: return 8;
     case QTK_DTYPE_E2M1: return 4;
+    case QTK_DTYPE_U8:
+    case QTK_DTYPE_I8: return 8;
+    case QTK_DTYPE_U6:
+    case QTK_DTYPE_I6: return 6;
+    case QTK_DTYPE_U4: return 4;
     default: return 0;
     }
 }
@@ -48,6 +54,11 @@ float qtk_fmt_decode(qtk_dtype d, uint32_t code) {
     case QTK_DTYPE_E2M1: return qtk__e2m1_to_f32((uint8_t)(code & 0xfu));
     case QTK_DTYPE_UE8M0: return qtk__ue8m0_to_f32((uint8_t)code);
     case QTK_DTYPE_UE4M3: return qtk__e4m3_to_f32((uint8_t)(code & 0x7fu));
+    case QTK_DTYPE_U8:
+    case QTK_DTYPE_U6:
+    case QTK_DTYPE_U4:
+    case QTK_DTYPE_I8:
+    case QTK_DTYPE_I6: return (float)qtk__int_dtype_value(d, code);
     default: return qtk__bits_f32(0x7fc00000u);
     }
 }
@@ -62,6 +73,15 @@ float qtk_fmt_max(qtk_dtype d) {
     case QTK_DTYPE_E5M2: return 57344.0f;
     case QTK_DTYPE_E2M1: return 6.0f;
     case QTK_DTYPE_UE8M0: return qtk__bits_f32(254u << 23); /* 2^127 */
+    case QTK_DTYPE_U8:
+    case QTK_DTYPE_U6:
+    case QTK_DTYPE_U4:
+    case QTK_DTYPE_I8:
+    case QTK_DTYPE_I6: {
+        int lo, hi;
+        qtk__int_dtype_range(d, &lo, &hi);
+        return (float)hi;
+    }
     default: return 0.0f;
     }
 }
@@ -100,9 +120,21 @@ static uint32_t encode_mag(qtk_dtype d, uint32_t a) {
     }
 }
 
+/* The code of integer dtype d for x rounded up in magnitude (`up`: the stored-scale rule,
+ * the sign kept) or to nearest even, saturated. */
+static uint32_t encode_int(qtk_dtype d, float x, bool up) {
+    int lo, hi;
+    qtk__int_dtype_range(d, &lo, &hi);
+    if (x != x) return 0;
+    float r = up ? copysignf(ceilf(fabsf(x)), x) : nearbyintf(x);
+    int v = r <= (float)lo ? lo : r >= (float)hi ? hi : (int)r;
+    return (uint32_t)v & (d == QTK_DTYPE_U4 ? 0xfu : d == QTK_DTYPE_U6 || d == QTK_DTYPE_I6 ? 0x3fu : 0xffu);
+}
+
 uint32_t qtk_fmt_encode(qtk_dtype d, float x) {
     uint32_t b = qtk__f32_bits(x), a = b & 0x7fffffffu;
     bool nan = a > 0x7f800000u;
+    if (qtk__dtype_is_int(d)) return encode_int(d, x, false);
     switch (d) {
     case QTK_DTYPE_F32: return b;
     case QTK_DTYPE_F16: return qtk__f32_to_f16(x);
@@ -120,6 +152,7 @@ uint32_t qtk_fmt_round_up(qtk_dtype d, float x) {
     uint32_t b = qtk__f32_bits(x), a = b & 0x7fffffffu;
     float ax = qtk__bits_f32(a);
     uint32_t sign = b & 0x80000000u;
+    if (qtk__dtype_is_int(d)) return encode_int(d, x, true);
     switch (d) {
     case QTK_DTYPE_F32: return b;
     case QTK_DTYPE_F16: {

@@ -111,6 +111,27 @@ static inline float qtk__ue8m0_to_f32(uint8_t c) {
     return qtk__bits_f32((uint32_t)c << 23);
 }
 
+/* ---- the integer dtypes (docs/affine.md): range and the integer of a code ---- */
+static inline bool qtk__dtype_is_int(qtk_dtype d) { return d >= QTK_DTYPE_U8 && d <= QTK_DTYPE_I6; }
+static inline void qtk__int_dtype_range(qtk_dtype d, int *lo, int *hi) {
+    switch (d) {
+    case QTK_DTYPE_U8: *lo = 0, *hi = 255; break;
+    case QTK_DTYPE_U6: *lo = 0, *hi = 63; break;
+    case QTK_DTYPE_U4: *lo = 0, *hi = 15; break;
+    case QTK_DTYPE_I8: *lo = -128, *hi = 127; break;
+    default: *lo = -32, *hi = 31; break; /* i6 */
+    }
+}
+static inline int qtk__int_dtype_value(qtk_dtype d, uint32_t code) {
+    switch (d) {
+    case QTK_DTYPE_U8: return (int)(code & 0xffu);
+    case QTK_DTYPE_U6: return (int)(code & 0x3fu);
+    case QTK_DTYPE_U4: return (int)(code & 0xfu);
+    case QTK_DTYPE_I8: return (int)(int8_t)(uint8_t)code;
+    default: return (int)((code & 0x3fu) ^ 0x20u) - 32; /* i6: two's complement in 6 bits */
+    }
+}
+
 /* Decode one stored scale of a scale dtype from its little-endian bytes. */
 static inline float qtk__scale_load(qtk_dtype d, const uint8_t *p) {
     switch (d) {
@@ -118,17 +139,27 @@ static inline float qtk__scale_load(qtk_dtype d, const uint8_t *p) {
     case QTK_DTYPE_BF16: return qtk__bf16_to_f32(qtk__ld16(p));
     case QTK_DTYPE_UE8M0: return qtk__ue8m0_to_f32(p[0]);
     case QTK_DTYPE_UE4M3: return qtk__e4m3_to_f32(p[0]);
+    case QTK_DTYPE_U8:
+    case QTK_DTYPE_U6:
+    case QTK_DTYPE_U4:
+    case QTK_DTYPE_I8:
+    case QTK_DTYPE_I6: return (float)qtk__int_dtype_value(d, p[0]);
     default: return qtk__bits_f32(qtk__ld32(p));
     }
 }
 
-/* Byte size of one stored scale. */
+/* Byte size of one stored scale (or offset). */
 static inline unsigned qtk__scale_size(qtk_dtype d) {
     switch (d) {
     case QTK_DTYPE_F16:
     case QTK_DTYPE_BF16: return 2;
     case QTK_DTYPE_UE8M0:
-    case QTK_DTYPE_UE4M3: return 1;
+    case QTK_DTYPE_UE4M3:
+    case QTK_DTYPE_U8:
+    case QTK_DTYPE_U6:
+    case QTK_DTYPE_U4:
+    case QTK_DTYPE_I8:
+    case QTK_DTYPE_I6: return 1;
     default: return 4;
     }
 }

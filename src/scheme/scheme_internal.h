@@ -10,6 +10,7 @@ typedef struct qtk__value_info {
     const char *name;
     unsigned bits;
     qtk__value_kind kind;
+    bool unsig;          /* an unsigned integer 0..2^bits-1 (the affine mode's fields) */
     int lo, hi;          /* integer range (integers only) */
     float max;           /* largest magnitude: hi for integers (the half-range is below) */
     float half_range;    /* (hi - lo) / 2: the divisor of the raw scale (SPEC §2 step 2) */
@@ -17,6 +18,33 @@ typedef struct qtk__value_info {
 } qtk__value_info;
 
 QTK_INTERNAL const qtk__value_info *qtk__value(qtk_value v);
+
+/* ggml's block structs held verbatim by store=ggml (docs/affine.md §3). */
+typedef enum qtk__gfmt {
+    QTK__GF_Q4_1 = 0,
+    QTK__GF_Q5_0,
+    QTK__GF_Q5_1,
+    QTK__GF_Q2_K,
+    QTK__GF_Q3_K,
+    QTK__GF_Q4_K,
+    QTK__GF_Q5_K,
+    QTK__GF_Q6_K,
+    QTK__GF_COUNT
+} qtk__gfmt;
+
+typedef struct qtk__gfmt_info {
+    const char *preset;  /* "q4_k" */
+    const char *ggml;    /* "Q4_K" */
+    unsigned ggml_id;    /* ggml's type id */
+    unsigned qk;         /* elements per block */
+    unsigned bytes;      /* bytes per block */
+    unsigned sub;        /* elements per scale group (sub-block) */
+    qtk_scheme scheme;   /* the scheme it holds (canonical) */
+} qtk__gfmt_info;
+
+QTK_INTERNAL const qtk__gfmt_info *qtk__gfmt_info_of(qtk__gfmt f);
+/* The ggml format whose scheme is s (store=ggml), or -1. */
+QTK_INTERNAL int qtk__scheme_gfmt(const qtk_scheme *s);
 
 /* Leading 1s dropped, at least one dim kept. */
 QTK_INTERNAL void qtk__scheme_canonical_block(qtk_scheme *s);

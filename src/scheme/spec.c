@@ -1,6 +1,8 @@
 /* spec.c — spec strings (SPEC §1.1): parsing, presets, canonical formatting. */
 #include "scheme_internal.h"
 
+#include "../numfmt/scalar.h"
+
 #include <ctype.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -10,13 +12,27 @@
 typedef struct {
     const char *name;
     const char *spec;
+    bool alias; /* parsed, but not the name qtk_scheme_preset_name gives the scheme */
 } preset;
 
 static const preset presets[] = {
-    {"nvfp4", "e2m1,block=16:ue4m3,tensor=f32,store=packed:0"},
-    {"mxfp4", "e2m1,block=32:ue8m0,store=packed:0"},
-    {"mxfp8", "e4m3,block=32:ue8m0,store=native"},
-    {"nf4", "q4f,table=nf4,block=64:f32"},
+    {"nvfp4", "e2m1,block=16:ue4m3,tensor=f32,store=packed:0", false},
+    {"mxfp4", "e2m1,block=32:ue8m0,store=packed:0", false},
+    {"mxfp8", "e4m3,block=32:ue8m0,store=native", false},
+    {"nf4", "q4f,table=nf4,block=64:f32", false},
+    /* ggml's types (docs/affine.md): the first three in qtk's own layouts, which GGUF reads
+     * them as; the others in ggml's block structs */
+    {"q8_0", "q8f,block=32:f16,store=native", true},
+    {"q4_0", "q4f,block=32:f16", true},
+    {"iq4_nl", "q4f,table=iq4nl,block=32:f16", true},
+    {"q4_1", "u4,block=32:f16,offset=f16,store=ggml", false},
+    {"q5_0", "q5f,block=32:f16,store=ggml", false},
+    {"q5_1", "u5,block=32:f16,offset=f16,store=ggml", false},
+    {"q2_k", "u2,block=16:u4,min=u4,super=256:f16,store=ggml", false},
+    {"q3_k", "q3f,block=16:i6,super=256:f16,store=ggml", false},
+    {"q4_k", "u4,block=32:u6,min=u6,super=256:f16,store=ggml", false},
+    {"q5_k", "u5,block=32:u6,min=u6,super=256:f16,store=ggml", false},
+    {"q6_k", "q6f,block=16:i8,super=256:f16,store=ggml", false},
 };
 
 #define SPEC_MAX 512
@@ -45,12 +61,28 @@ static bool parse_uint(const char *s, unsigned long max, unsigned long *out) {
     return true;
 }
 
+/* A scale or offset dtype: the float scale dtypes, and the integer dtypes of the extension
+ * (whose place qtk_scheme_validate checks, naming it). */
 static qtk_status parse_scale_dtype(const char *spec, const char *opt, const char *txt, qtk_dtype *out) {
     qtk_dtype d;
-    if (qtk_dtype_parse(txt, &d) != QTK_OK || !qtk__is_scale_dtype(d))
-        return PERR("in '%s': '%s' is not a scale dtype (f32, f16, bf16, ue8m0, ue4m3)", opt, txt);
+    if (qtk_dtype_parse(txt, &d) != QTK_OK || !(qtk__is_scale_dtype(d) || qtk__dtype_is_int(d)))
+        return PERR("in '%s': '%s' is not a scale dtype (f32, f16, bf16, ue8m0, ue4m3; u8 u6 u4 i8 i6 where "
+                    "docs/affine.md allows them)",
+                    opt, txt);
     *out = d;
     return QTK_OK;
+}
+
+/* super=N:DTYPE */
+static qtk_status parse_super(const char *spec, const char *opt, char *val, qtk_scheme *s) {
+    char *colon = strchr(val, ':');
+    if (!colon) return PERR("in '%s': a super-block needs a scale dtype, as in super=256:f16", opt);
+    *colon = '\0';
+    unsigned long v;
+    if (!parse_uint(val, QTK_BLOCK_MAX_EXTENT, &v) || v == 0)
+        return PERR("in '%s': super-block '%s' is not a number in 1..%u", opt, val, QTK_BLOCK_MAX_EXTENT);
+    s->super_block = (uint32_t)v;
+    return parse_scale_dtype(spec, opt, colon + 1, &s->super_dtype);
 }
 
 static qtk_status parse_block(const char *spec, const char *opt, char *val, qtk_scheme *s) {
@@ -91,15 +123,15 @@ static qtk_status parse_store(const char *spec, const char *opt, char *val, qtk_
         if (!parse_uint(colon + 1, QTK_MAX_RANK - 1, &d))
             return PERR("in '%s': pack dimension '%s' is not a number in 0..%d", opt, colon + 1, QTK_MAX_RANK - 1);
     }
-    if (strcmp(val, "native") == 0) {
-        if (colon) return PERR("in '%s': store=native has no pack dimension", opt);
-        s->store = QTK_STORE_NATIVE;
+    if (strcmp(val, "native") == 0 || strcmp(val, "ggml") == 0) {
+        if (colon) return PERR("in '%s': store=%s has no pack dimension", opt, val);
+        s->store = val[0] == 'n' ? QTK_STORE_NATIVE : QTK_STORE_GGML;
     } else if (strcmp(val, "packed") == 0) {
         s->store = QTK_STORE_PACKED;
     } else if (strcmp(val, "u32") == 0) {
         s->store = QTK_STORE_U32;
     } else {
-        return PERR("in '%s': '%s' is not a store (native, packed[:D], u32[:D])", opt, val);
+        return PERR("in '%s': '%s' is not a store (native, packed[:D], u32[:D], ggml)", opt, val);
     }
     s->pack_dim = (uint8_t)d;
     return QTK_OK;
@@ -133,15 +165,18 @@ qtk_status qtk_scheme_parse(const char *spec_in, qtk_scheme *out) {
     for (int i = 0; i < QTK_VALUE_COUNT_; i++)
         if (strcmp(tok, qtk_value_name((qtk_value)i)) == 0) v = i;
     if (v < 0)
-        return PERR("'%s' is not a value (q8f q8s q4f q4s q2f q2s e4m3 e5m2 e2m1) or a preset (nvfp4 mxfp4 mxfp8 nf4)", tok);
+        return PERR("'%s' is not a value (q8f q8s q4f q4s q2f q2s e4m3 e5m2 e2m1; u8 u5 u4 u3 u2 q6f q5f q3f) or a "
+                    "preset (nvfp4 mxfp4 mxfp8 nf4; q8_0 q4_0 iq4_nl q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k)",
+                    tok);
     s.value = (qtk_value)v;
 
-    bool seen_block = false, seen_tensor = false, seen_store = false, seen_table = false;
+    bool seen_block = false, seen_tensor = false, seen_store = false, seen_table = false, seen_offset = false,
+         seen_super = false;
     while ((tok = strtok_r(NULL, ",", &save)) != NULL) {
         char opt[SPEC_MAX];
         snprintf(opt, sizeof opt, "%s", tok);
         char *eq = strchr(tok, '=');
-        if (!eq) return PERR("option '%s' is not KEY=VALUE (block=, tensor=, store=, table=)", opt);
+        if (!eq) return PERR("option '%s' is not KEY=VALUE (block=, tensor=, store=, table=, min=, offset=, zero=, super=)", opt);
         *eq = '\0';
         char *val = eq + 1;
         qtk_status st;
@@ -162,11 +197,23 @@ qtk_status qtk_scheme_parse(const char *spec_in, qtk_scheme *out) {
             seen_table = true;
             size_t tl = strlen(val);
             if (tl == 0 || tl >= QTK_TABLE_NAME_MAX) return PERR("in '%s': table name must be 1..%d characters", opt, QTK_TABLE_NAME_MAX - 1);
+            if (seen_offset) return PERR("table= and an offset (min=, offset=, zero=) do not combine");
             memcpy(s.table, val, tl + 1);
             s.mode = QTK_MODE_LOOKUP;
             st = QTK_OK;
+        } else if (strcmp(tok, "min") == 0 || strcmp(tok, "offset") == 0 || strcmp(tok, "zero") == 0) {
+            if (seen_offset) return PERR("a second offset ('%s'): give one of min=, offset=, zero=", opt);
+            if (seen_table) return PERR("table= and an offset (min=, offset=, zero=) do not combine");
+            seen_offset = true;
+            s.mode = QTK_MODE_AFFINE;
+            s.offset = tok[0] == 'm' ? QTK_OFFSET_MIN : tok[0] == 'o' ? QTK_OFFSET_ADD : QTK_OFFSET_ZERO;
+            st = parse_scale_dtype(spec, opt, val, &s.offset_dtype);
+        } else if (strcmp(tok, "super") == 0) {
+            if (seen_super) return PERR("super= given twice");
+            seen_super = true;
+            st = parse_super(spec, opt, val, &s);
         } else {
-            return PERR("unknown option '%s' (block=, tensor=, store=, table=)", tok);
+            return PERR("unknown option '%s' (block=, tensor=, store=, table=, min=, offset=, zero=, super=)", tok);
         }
         if (st) return st;
     }
@@ -196,8 +243,13 @@ qtk_status qtk_scheme_format(const qtk_scheme *s0, char *buf, size_t cap, size_t
         }
         APPEND(":%s", qtk_dtype_name(s.block_dtype));
     }
+    if (s.mode == QTK_MODE_AFFINE)
+        APPEND(",%s=%s", s.offset == QTK_OFFSET_MIN ? "min" : s.offset == QTK_OFFSET_ADD ? "offset" : "zero",
+               qtk_dtype_name(s.offset_dtype));
+    if (s.super_block) APPEND(",super=%u:%s", (unsigned)s.super_block, qtk_dtype_name(s.super_dtype));
     if (s.tensor_dtype != QTK_DTYPE_NONE) APPEND(",tensor=%s", qtk_dtype_name(s.tensor_dtype));
     if (s.store == QTK_STORE_NATIVE) APPEND(",store=native");
+    else if (s.store == QTK_STORE_GGML) APPEND(",store=ggml");
     else if (s.store == QTK_STORE_PACKED) APPEND(",store=packed:%u", s.pack_dim);
     else if (s.pack_dim != 0) APPEND(",store=u32:%u", s.pack_dim);
 #undef APPEND
@@ -218,7 +270,8 @@ const char *qtk_scheme_preset_name(const qtk_scheme *s) {
     if (!s) return NULL;
     for (size_t i = 0; i < sizeof presets / sizeof presets[0]; i++) {
         qtk_scheme p;
-        if (qtk_scheme_parse(presets[i].spec, &p) == QTK_OK && qtk_scheme_equal(&p, s)) return presets[i].name;
+        if (!presets[i].alias && qtk_scheme_parse(presets[i].spec, &p) == QTK_OK && qtk_scheme_equal(&p, s))
+            return presets[i].name;
     }
     return NULL;
 }
