@@ -55,16 +55,17 @@ static void inspect_ggml(void) {
     CHECK(strstr(out, "format    gguf (GGUF v3, 16 KVs, 19 tensor infos, alignment 32, data at byte 1472)") != NULL);
     CHECK(strstr(out, "name      ggml    qtk ") != NULL);
     CHECK(row("t.q8_0", "Q8_0 q8f,block=32:f16,store=native 64x256 17408 8.500 132544"));
-    CHECK(row("t.q4_k", "Q4_K F32 64x256 9216 4.500 248896"));
-    CHECK(row("t.q6_k", "Q6_K q8f,block=16:f32,store=native 64x256 13440 6.562 269376"));
+    CHECK(row("t.q4_k", "Q4_K q4_k 64x256 9216 4.500 248896"));
+    CHECK(row("t.q6_k", "Q6_K q6_k 64x256 13440 6.562 269376"));
+    CHECK(row("t.q4_1", "Q4_1 q4_1 64x256 10240 5.000 159168"));
     CHECK(row("t.nvfp4", "NVFP4 e2m1,block=16:ue4m3,store=packed:0 64x256 9216 4.500 201664"));
     CHECK(strstr(out, "19 tensors, 311296 elements: 16 quantized (150272 bytes), 3 unquantized (131072 bytes)") != NULL);
     CHECK(strstr(out, "metadata  general.architecture = qtk-test\n") != NULL);
     CHECK(strstr(out, "          test.u32 = u32:3735928559\n") != NULL);
     CHECK(strstr(out, "          test.arr_string = arr[str]:[\"alpha\",\"\",\"γάμμα\"]\n") != NULL);
     CHECK(run("inspect --json '%s'", types_gguf) == 0);
-    CHECK(strstr(out, "\"name\": \"t.q4_k\", \"quantized\": false, \"dtype\": \"F32\"") != NULL);
-    CHECK(strstr(out, "\"file_type\": \"Q4_K\", \"file_bytes\": 9216, \"decoded\": true") != NULL);
+    CHECK(strstr(out, "\"name\": \"t.q4_k\", \"quantized\": true, \"dtype\": \"u4,block=32:u6,min=u6,super=256:f16,store=ggml\"") != NULL);
+    CHECK(strstr(out, "\"file_type\": \"Q4_K\", \"file_bytes\": 9216, \"decoded\": false") != NULL);
     CHECK(strstr(out, "\"test.f64\": \"f64:2.7182818284590451\"") != NULL);
 }
 
@@ -72,21 +73,19 @@ static void inspect_ggml(void) {
 static void convert_ggml(void) {
     if (!types_gguf) return;
     CHECK(run("convert '%s' t.bpk", types_gguf) == 0);
-    CHECK(strstr(out, "  note: t.q4_1: ggml Q4_1 has no exact qtk scheme; written as F32 (ggml's dequantized values)\n") != NULL);
-    CHECK(strstr(out, "  note: t.q5_k: ggml Q5_K has no exact qtk scheme") != NULL);
-    CHECK(strstr(out, "note: t.q8_0") == NULL);
+    CHECK(strstr(out, "note:") == NULL); /* every type is held: nothing is decoded */
     CHECK(run("inspect t.bpk") == 0 && strstr(out, "qtk:file_type:t.q6_k = Q6_K") != NULL);
     CHECK(run("convert t.bpk t.gguf") == 0 && strstr(out, "wrote t.gguf (gguf): 19 tensors") != NULL);
     CHECK(run("inspect t.gguf") == 0);
-    CHECK(row("t.q6_k", "Q6_K q8f,block=16:f32,store=native 64x256 13440"));
+    CHECK(row("t.q6_k", "Q6_K q6_k 64x256 13440"));
     CHECK(row("t.tq1_0", "TQ1_0 q2s,block=128:f16 64x256 3456"));
-    CHECK(row("t.q4_k", "F32 F32 64x256 65536"));
+    CHECK(row("t.q4_k", "Q4_K q4_k 64x256 9216"));
     CHECK(strstr(out, "qtk:file_type") == NULL);
     CHECK(run("convert t.gguf t2.gguf") == 0 && same_files("t.gguf", "t2.gguf"));
     CHECK(run("convert t.gguf t.safetensors") == 0 && run("convert t.safetensors t3.gguf") == 0 && same_files("t.gguf", "t3.gguf"));
     /* re-quantization: every quantized or decoded tensor says what it cost */
     CHECK(run("convert '%s' q.gguf --scheme 'q4f,block=32:f16'", types_gguf) == 0);
-    CHECK(strstr(out, "  requantized t.q4_k: ggml Q4_K -> q4f,block=32:f16: SQNR ") != NULL);
+    CHECK(strstr(out, "  requantized t.q4_k: u4,block=32:u6,min=u6,super=256:f16,store=ggml -> q4f,block=32:f16: SQNR ") != NULL);
     CHECK(strstr(out, "  requantized t.q8_0: q8f,block=32:f16,store=native -> q4f,block=32:f16: SQNR ") != NULL);
     CHECK(strstr(out, "requantized t.f32") == NULL && strstr(out, "requantized t.q4_0") == NULL);
     CHECK(run("inspect q.gguf") == 0 && row("t.q4_k", "Q4_0 q4f,block=32:f16 64x256 9216"));
@@ -95,9 +94,10 @@ static void convert_ggml(void) {
           strstr(out, "16 dequantized, 2 cast, 1 copied") != NULL);
     CHECK(run("inspect b.gguf") == 0 && row("t.q4_k", "BF16 BF16 64x256 32768") && row("t.f32", "BF16 BF16 64x256 32768") &&
           row("t.f16", "BF16 BF16 64x256 32768") && row("t.bf16", "BF16 BF16 64x256 32768"));
-    /* eval reads GGUF tensors (a decoded one's reference is ggml's dequantization) */
+    /* eval reads GGUF tensors (a quantized one's reference is its dequantization) */
     CHECK(run("eval '%s' --scheme q8s,block=32:f16 --scheme mxfp4", types_gguf) == 0);
-    CHECK(strstr(out, "t.q4_k [64x256] F32 (ggml Q4_K)\n") != NULL && strstr(out, "total, per scheme") != NULL);
+    CHECK(strstr(out, "t.q4_k [64x256] u4,block=32:u6,min=u6,super=256:f16,store=ggml\n") != NULL &&
+          strstr(out, "total, per scheme") != NULL);
 }
 
 /* files qtk makes: synth -> gguf -> bpk -> gguf, schemes GGUF holds or not */

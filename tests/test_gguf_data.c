@@ -1,10 +1,13 @@
 /* test_gguf_data.c — the GGUF files ggml itself wrote ($QTK_SHARED_DIR/data/ggml, README there):
- * every tensor of types.gguf and types_rank3.gguf read through qtk (exact types as qtk schemes,
- * types with offsets decoded to F32) equals ggml's own dequantization, expected/<name>.f32, bit
- * for bit; every KV reads back with its type and value; GGUF -> bpk -> GGUF and GGUF ->
- * safetensors -> GGUF (and GGUF -> GGUF) give every exactly-mapped tensor's ggml bytes back.
+ * every tensor of types.gguf and types_rank3.gguf read through qtk (as qtk schemes: the types
+ * with offsets, mins and 5-/6-/3-bit fields in ggml's own blocks, store=ggml) equals ggml's own
+ * dequantization, expected/<name>.f32, bit for bit, and the types with offsets equal the
+ * independent reference decoder (gguf_ref_decode.c) too; every KV reads back with its type and
+ * value; GGUF -> bpk -> GGUF and GGUF -> safetensors -> GGUF (and GGUF -> GGUF) give every
+ * tensor's ggml bytes back.
  * Exits 77 (skipped) when the data is absent. */
 #include "ckpt_util.h"
+#include "gguf_ref_decode.h"
 
 #include "common/internal.h"
 #include "gguf/gguf.h"
@@ -80,6 +83,39 @@ static size_t check_expected(const char *path, size_t *n_tensors) {
     return good;
 }
 
+/* The types with offsets and mins: qtk's values of the store=ggml tensor equal the reference
+ * decoder's on the same bytes (the file's: store=ggml loads them as they are). */
+static void reference_decoder(void) {
+    qtk_ckpt *c = NULL;
+    CHECK_OK(qtk_ckpt_open(types_path, NULL, &c));
+    if (!c) return;
+    const qtk__desc *d = qtk__ckpt_desc(c);
+    size_t checked = 0;
+    for (size_t i = 0; i < d->n_tensors; i++) {
+        const qtk_ckpt_tensor *t = &d->tensors[i];
+        int id = qtk__gguf_type_id(t->file_type);
+        if (id != 3 && id != 7 && id != 10 && id != 12 && id != 13) continue;
+        CHECK_MSG(t->quantized && t->scheme.store == QTK_STORE_GGML, "'%s' is held in ggml's blocks", t->name);
+        qtk_ckpt_view v;
+        if (qtk_ckpt_load(c, i, &v) != QTK_OK) continue;
+        const qtk_layout *L = NULL;
+        qtk_layout lay;
+        if (qtk_layout_compute(&t->scheme, t->shape, t->rank, &lay) == QTK_OK) L = &lay;
+        float *y = malloc(t->numel * sizeof *y), *r = malloc(t->numel * sizeof *r);
+        CHECK_OK(qtk_dequantize_bytes(v.data, v.len, t->shape, t->rank, &t->scheme, QTK_DTYPE_F32, y, t->numel));
+        CHECK_OK(test_gguf_ref_decode((uint32_t)id, v.data, L ? L->numel / L->fields_per_unit : 0, r, 0));
+        size_t bad = 0;
+        for (size_t k = 0; k < t->numel; k++) bad += qtk__f32_bits(y[k]) != qtk__f32_bits(r[k]);
+        CHECK_MSG(bad == 0, "'%s': %zu values differ from the reference decoder's", t->name, bad);
+        checked += bad == 0;
+        free(y);
+        free(r);
+        qtk_ckpt_unload(c, &v);
+    }
+    CHECK_EQ_U(checked, 5);
+    qtk_ckpt_close(c);
+}
+
 static void exact_values(void) {
     size_t n = 0, good = check_expected(types_path, &n);
     CHECK_EQ_U(n, 19);
@@ -106,20 +142,20 @@ static void listing(void) {
         {"t.bf16", "BF16", 32768, 99776, "BF16", false},
         {"t.q8_0", "Q8_0", 17408, 132544, "q8f,block=32:f16,store=native", false},
         {"t.q4_0", "Q4_0", 9216, 149952, "q4f,block=32:f16", false},
-        {"t.q4_1", "Q4_1", 10240, 159168, "F32", true},
-        {"t.q5_0", "Q5_0", 11264, 169408, "q8f,block=32:f16,store=native", false},
-        {"t.q5_1", "Q5_1", 12288, 180672, "F32", true},
+        {"t.q4_1", "Q4_1", 10240, 159168, "u4,block=32:f16,offset=f16,store=ggml", false},
+        {"t.q5_0", "Q5_0", 11264, 169408, "q5f,block=32:f16,store=ggml", false},
+        {"t.q5_1", "Q5_1", 12288, 180672, "u5,block=32:f16,offset=f16,store=ggml", false},
         {"t.mxfp4", "MXFP4", 8704, 192960, "e2m1,block=32:ue8m0,store=packed:0", false},
         {"t.nvfp4", "NVFP4", 9216, 201664, "e2m1,block=16:ue4m3,store=packed:0", false},
         {"t.iq4_nl", "IQ4_NL", 9216, 210880, "q4f,table=iq4nl,block=32:f16", false},
         {"t.iq4_xs", "IQ4_XS", 8704, 220096, "q4f,table=iq4nl,block=32:f32", false},
         {"t.tq1_0", "TQ1_0", 3456, 228800, "q2s,block=128:f16", false},
         {"t.tq2_0", "TQ2_0", 4224, 232256, "q2s,block=128:f16", false},
-        {"t.q2_k", "Q2_K", 5376, 236480, "F32", true},
-        {"t.q3_k", "Q3_K", 7040, 241856, "q4f,block=16:f32", false},
-        {"t.q4_k", "Q4_K", 9216, 248896, "F32", true},
-        {"t.q5_k", "Q5_K", 11264, 258112, "F32", true},
-        {"t.q6_k", "Q6_K", 13440, 269376, "q8f,block=16:f32,store=native", false},
+        {"t.q2_k", "Q2_K", 5376, 236480, "u2,block=16:u4,min=u4,super=256:f16,store=ggml", false},
+        {"t.q3_k", "Q3_K", 7040, 241856, "q3f,block=16:i6,super=256:f16,store=ggml", false},
+        {"t.q4_k", "Q4_K", 9216, 248896, "u4,block=32:u6,min=u6,super=256:f16,store=ggml", false},
+        {"t.q5_k", "Q5_K", 11264, 258112, "u5,block=32:u6,min=u6,super=256:f16,store=ggml", false},
+        {"t.q6_k", "Q6_K", 13440, 269376, "q6f,block=16:i8,super=256:f16,store=ggml", false},
     };
     CHECK_EQ_U(d->n_tensors, 19);
     for (size_t i = 0; i < 19 && i < d->n_tensors; i++) {
@@ -235,24 +271,12 @@ static void gfree(gbytes *g) {
     for (size_t i = 0; i < g->n; i++) free(g->bytes[i]);
 }
 
-/* b (a round trip of a) holds every exactly-mapped tensor of a with the same type and bytes,
- * and every decoded one as F32 equal to ggml's values. */
+/* b (a round trip of a) holds every tensor of a with the same type and bytes (every type of
+ * these files has a qtk scheme: the ones with offsets and mins are held in ggml's blocks). */
 static void same_ggml(const gbytes *a, const gbytes *b, const char *what) {
     CHECK_MSG(a->n == b->n, "%s: %zu tensors, expected %zu", what, b->n, a->n);
     for (size_t i = 0; i < a->n && i < b->n; i++) {
         CHECK_MSG(strcmp(a->name[i], b->name[i]) == 0, "%s: tensor %zu is '%s', expected '%s'", what, i, b->name[i], a->name[i]);
-        int id = qtk__gguf_type_id(a->type[i]);
-        bool decoded = id == 3 || id == 7 || id == 10 || id == 12 || id == 13;
-        if (decoded) {
-            char rel[256];
-            snprintf(rel, sizeof rel, "ggml/expected/%s.f32", a->name[i]);
-            size_t n = 0;
-            uint8_t *e = slurp(shared_file(rel), &n);
-            CHECK_MSG(strcmp(b->type[i], "F32") == 0 && e && n == b->len[i] && memcmp(e, b->bytes[i], n) == 0,
-                      "%s: '%s' (%s) should come back as F32 with ggml's values; it is %s", what, a->name[i], a->type[i], b->type[i]);
-            free(e);
-            continue;
-        }
         CHECK_MSG(strcmp(a->type[i], b->type[i]) == 0, "%s: '%s' comes back as %s, expected %s", what, a->name[i], b->type[i],
                   a->type[i]);
         CHECK_MSG(a->len[i] == b->len[i] && memcmp(a->bytes[i], b->bytes[i], a->len[i]) == 0, "%s: '%s' (%s): the bytes differ",
@@ -335,7 +359,7 @@ int main(int argc, char **argv) {
     if (!p) return 77;
     snprintf(rank3_path, sizeof rank3_path, "%s", p);
     tmp_dir_make();
-    static const test_case cases[] = {T(listing), T(exact_values), T(kvs), T(round_trips), T(kv_round_trip), T(dequantize_all)};
+    static const test_case cases[] = {T(listing), T(exact_values), T(reference_decoder), T(kvs), T(round_trips), T(kv_round_trip), T(dequantize_all)};
     int rc = test_run("gguf_data", cases, sizeof cases / sizeof cases[0], argc, argv);
     tmp_dir_remove();
     return rc;

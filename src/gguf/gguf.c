@@ -390,7 +390,7 @@ static qtk_status describe(qtk_ckpt *c, const tinfo *t, const tinfo *all, gguf_r
     for (int d = 0; d < rank; d++) shape[d] = (size_t)t->ne[rank - 1 - d];
     qtk_ckpt_tensor *dt = NULL;
     qtk_status st;
-    if (ty->kind == GK_EXACT) {
+    if (ty->kind == GK_EXACT || ty->kind == GK_NATIVE) {
         qtk_scheme s;
         st = qtk_scheme_parse(t->g_index != SIZE_MAX ? "nvfp4" : ty->spec, &s);
         if (!st) st = qtk__desc_add_quantized(&c->desc, t->name, &s, shape, rank, &dt);
@@ -400,7 +400,7 @@ static qtk_status describe(qtk_ckpt *c, const tinfo *t, const tinfo *all, gguf_r
     if (st) return st;
     dt->file_type = ty->name;
     dt->file_bytes = t->nbytes;
-    dt->decoded = ty->kind == GK_DECODE; /* an opaque type (IQ2_XXS, ...) is not read at all */
+    dt->decoded = false; /* an opaque type (IQ2_XXS, ...) is listed as F32 and not read at all */
     *rt = (gguf_rtensor){t->type, t->abs, t->nbytes, SIZE_MAX};
     qtk__ckpt_loc loc = {.piece = {{t->abs, t->nbytes}}, .n = 1};
     if (t->g_index != SIZE_MAX) {
@@ -512,22 +512,31 @@ static qtk_status gguf_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
     static const uint8_t empty[1];
     const uint8_t *src = rt->len ? c->map.data + rt->off : empty;
     size_t nb = rt->len / ty->bytes;
-    if (ty->kind == GK_RAW) { /* little-endian elements: the file's bytes are the tensor's */
+    if (ty->kind == GK_NATIVE) /* ggml's blocks held as they are (store=ggml): checked here to name the file offset */
+        for (size_t b = 0; b < nb; b++) {
+            const uint8_t *blk = src + b * ty->bytes;
+            for (int k = 0; k < 2; k++) {
+                int at = k ? ty->m_at : ty->d_at;
+                uint16_t h = at < 0 ? 0 : qtk__ld16(blk + at);
+                if ((h & 0x7c00u) == 0x7c00u)
+                    return qtk__err(QTK_E_VALUE, "%s block %zu (file offset %zu): %s (f16 0x%04x) is not finite", ty->name, b,
+                                    rt->off + b * ty->bytes, k == 0 ? "d" : ty->blck == 32 ? "m" : "dmin", h);
+            }
+        }
+    if (ty->kind == GK_RAW || ty->kind == GK_NATIVE) {
+        /* little-endian elements, or ggml's blocks: the file's bytes are the tensor's */
         v->data = src;
         return QTK_OK;
     }
+    if (ty->kind == GK_OPAQUE)
+        return qtk__err(QTK_E_UNSUPPORTED,
+                        "ggml type %s (%u) uses lattice codebooks that qtk does not decode; convert it with llama.cpp "
+                        "first (llama-quantize to Q8_0, Q4_0 or a K-quant)",
+                        ty->name, rt->type);
     uint8_t *buf = malloc(t->nbytes ? t->nbytes : 1);
     if (!buf) return qtk__err(QTK_E_NOMEM, "out of memory for %zu bytes", t->nbytes);
     v->owned = buf;
     v->data = buf;
-    if (ty->kind != GK_EXACT) {
-        float *y = (float *)(void *)buf;
-        qtk_status st = qtk__gguf_decode(rt->type, src, nb, y, rt->off);
-#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-        for (size_t k = 0; !st && k < t->numel; k++) qtk__st32(buf + 4 * k, qtk__f32_bits(y[k]));
-#endif
-        return st;
-    }
     qtk_layout L;
     qtk_status st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
     if (!st) st = qtk__gguf_import(rt->type, src, nb, &L, buf, rt->off);

@@ -21,7 +21,7 @@
 
 /* ---- choosing ---- */
 
-enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q5_0 = 6, T_Q8_0 = 8, T_Q3_K = 11, T_Q6_K = 14, T_Q8_K = 15, T_IQ4_NL = 20,
+enum { T_F32 = 0, T_F16 = 1, T_Q4_0 = 2, T_Q4_1 = 3, T_Q5_0 = 6, T_Q5_1 = 7, T_Q8_0 = 8, T_Q3_K = 11, T_Q6_K = 14, T_Q8_K = 15, T_IQ4_NL = 20,
        T_IQ4_XS = 23, T_I8 = 24, T_I16 = 25, T_I32 = 26, T_I64 = 27, T_F64 = 28, T_BF16 = 30, T_TQ1_0 = 34, T_TQ2_0 = 35,
        T_MXFP4 = 39, T_NVFP4 = 40, T_Q1_0 = 41, T_Q2_0 = 42 };
 
@@ -62,15 +62,36 @@ static bool is_iq4(const qtk_scheme *s) {
 }
 static bool is_e2m1(const qtk_scheme *s) { return s->mode == QTK_MODE_SYMMETRIC && s->value == QTK_VALUE_E2M1; }
 static bool is_q2s(const qtk_scheme *s) { return s->mode == QTK_MODE_SYMMETRIC && s->value == QTK_VALUE_Q2S; }
+/* qtk's affine layout with ggml's convention: fields + f16 offsets (docs/affine.md) */
+static bool is_affine_add(const qtk_scheme *s, qtk_value v) {
+    return s->mode == QTK_MODE_AFFINE && s->value == v && s->offset == QTK_OFFSET_ADD && s->offset_dtype == QTK_DTYPE_F16 &&
+           s->store != QTK_STORE_GGML;
+}
+/* the ggml type of a store=ggml scheme (its bytes are that type's data), or -1: the type that
+ * reads as the scheme's preset */
+static int ggml_native(const qtk_scheme *s) {
+    if (s->store != QTK_STORE_GGML) return -1;
+    const char *name = qtk_scheme_preset_name(s);
+    for (uint32_t id = 0; name && id < QTK__GGUF_TYPE_COUNT; id++) {
+        const gguf_type *ty = qtk__gguf_type(id);
+        if (ty->kind == GK_NATIVE && strcmp(ty->spec, name) == 0) return (int)id;
+    }
+    return -1;
+}
 
 /* Does type `ty` hold tensor t (scheme s, layout L) as far as the description tells? */
 static bool fits(int ty, const qtk_scheme *s, const qtk_layout *L, bool *companion) {
     qtk_dtype d = single_dtype(s);
     size_t last = L->rank ? L->shape[L->rank - 1] : 1;
     *companion = false;
+    if (s->store == QTK_STORE_GGML) return ggml_native(s) == ty;
     switch (ty) {
-    case T_Q8_0:
-    case T_Q5_0: return is_q8(s) && d == QTK_DTYPE_F16 && covers(L, 32);
+    case T_Q8_0: return is_q8(s) && d == QTK_DTYPE_F16 && covers(L, 32);
+    case T_Q5_0:
+        return (is_q8(s) || (s->mode == QTK_MODE_SYMMETRIC && s->value == QTK_VALUE_Q5F)) && d == QTK_DTYPE_F16 &&
+               covers(L, 32);
+    case T_Q4_1: return is_affine_add(s, QTK_VALUE_U4) && d == QTK_DTYPE_F16 && covers(L, 32);
+    case T_Q5_1: return is_affine_add(s, QTK_VALUE_U5) && d == QTK_DTYPE_F16 && covers(L, 32);
     case T_Q4_0: return is_q4(s) && d == QTK_DTYPE_F16 && covers(L, 32);
     case T_IQ4_NL: return is_iq4(s) && d == QTK_DTYPE_F16 && covers(L, 32);
     case T_MXFP4: return is_e2m1(s) && d == QTK_DTYPE_UE8M0 && covers(L, 32);
@@ -108,17 +129,20 @@ int qtk__gguf_choose(const qtk_ckpt_tensor *t, const char *hint, bool *companion
         snprintf(why, cap, "%s", qtk_last_error());
         return -1;
     }
+    int g = ggml_native(&t->scheme);
+    if (g >= 0) return g; /* ggml's own blocks */
     int h = qtk__gguf_type_id(hint);
     if (h >= 0 && fits(h, &t->scheme, &L, companion)) return h;
-    static const int defaults[] = {T_Q8_0, T_Q4_0, T_IQ4_NL, T_MXFP4, T_NVFP4, T_Q2_0};
+    static const int defaults[] = {T_Q8_0, T_Q4_0, T_IQ4_NL, T_MXFP4, T_NVFP4, T_Q2_0, T_Q4_1, T_Q5_1, T_Q5_0};
     for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++)
         if (fits(defaults[i], &t->scheme, &L, companion)) return defaults[i];
     char spec[160];
     if (qtk_scheme_format(&t->scheme, spec, sizeof spec, NULL) != QTK_OK) snprintf(spec, sizeof spec, "?");
     snprintf(why, cap,
-             "no ggml type holds %s exactly on shape %s (GGUF takes q8/q4 with f16 scales, 4-bit iq4nl with f16, "
-             "mxfp4, e2m1/ue4m3 (nvfp4) and q2s with f16, in blocks of 32 (64 for nvfp4 and q2s) along the last "
-             "dimension)",
+             "no ggml type holds %s exactly on shape %s (GGUF takes ggml's own types q4_1 q5_0 q5_1 q2_k q3_k "
+             "q4_k q5_k q6_k, and q8/q4/q5f with f16 scales, u4/u5 with f16 scales and offset=f16, 4-bit iq4nl "
+             "with f16, mxfp4, e2m1/ue4m3 (nvfp4) and q2s with f16, in blocks of 32 (64 for nvfp4 and q2s) along "
+             "the last dimension)",
              spec, qtk_shape_format(t->shape, t->rank, (char[128]){0}, 128));
     return -1;
 }
@@ -133,8 +157,8 @@ bool qtk__gguf_writable(const qtk_ckpt_tensor *t, const char *hint, char *why, s
 
 typedef struct {
     const qtk_layout *L;
-    const uint8_t *v, *sc;
-    unsigned ssz;          /* bytes per scale */
+    const uint8_t *v, *sc, *off;
+    unsigned ssz;          /* bytes per scale (and per offset) */
     unsigned bits, fpu, ub;
     bool sign;             /* integer values: sign-extend */
     bool along_last;       /* fields packed along the last dimension (or one per unit) */
@@ -149,6 +173,7 @@ static void qsrc_init(qsrc *q, const qtk_scheme *s, const qtk_layout *L, const u
     q->L = L;
     q->v = bytes;
     q->sc = bytes + L->scales_offset;
+    q->off = bytes + L->offsets_offset;
     q->ssz = qtk_dtype_bits(L->scale_dtype) / 8;
     q->fpu = L->fields_per_unit;
     q->ub = L->unit_bytes;
@@ -235,6 +260,13 @@ static const uint8_t *qsrc_scale(const qsrc *q, size_t col) {
     const qtk_layout *L = q->L;
     size_t idx = q->scale_base + col / L->block[L->rank - 1];
     return q->sc + idx * q->ssz;
+}
+
+/* the stored offset of the qtk block holding column col (affine layouts, f16 like the scales) */
+static const uint8_t *qsrc_offset(const qsrc *q, size_t col) {
+    const qtk_layout *L = q->L;
+    size_t idx = q->scale_base + col / L->block[L->rank - 1];
+    return q->off + idx * q->ssz;
 }
 
 /* ---- writing blocks ---- */
@@ -429,6 +461,20 @@ static qtk_status exp_block(int ty, const qsrc *q, const ectx *x, size_t col, ui
         }
         qtk__st32(o + 2, qh);
         seq_to_split(c, o + 6, 16);
+        return QTK_OK;
+    }
+    case T_Q4_1:
+        memcpy(o, qsrc_scale(q, col), 2);
+        memcpy(o + 2, qsrc_offset(q, col), 2);
+        seq_to_split(f, o + 4, 16);
+        return QTK_OK;
+    case T_Q5_1: {
+        memcpy(o, qsrc_scale(q, col), 2);
+        memcpy(o + 2, qsrc_offset(q, col), 2);
+        uint32_t qh = 0;
+        for (unsigned j = 0; j < 32; j++) qh |= (uint32_t)((f[j] >> 4) & 1) << j;
+        qtk__st32(o + 4, qh);
+        seq_to_split(f, o + 8, 16);
         return QTK_OK;
     }
     case T_Q4_0:
@@ -628,6 +674,10 @@ qtk_status qtk__gguf_export(uint32_t type, const qtk_ckpt_tensor *t, const uint8
     qtk_layout L;
     qtk_status st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
     if (st) return st;
+    if (ggml_native(&t->scheme) == (int)type) { /* ggml's blocks already */
+        memcpy(dst, bytes, L.total_bytes);
+        return QTK_OK;
+    }
     if (is_iq4(&t->scheme)) {
         /* the table travels with the bytes: it must be ggml's codebook */
         float k[16];

@@ -68,26 +68,6 @@ static qtk_status imp_q4(const ictx *x, const uint8_t *src, size_t nb, uint8_t *
     return QTK_OK;
 }
 
-/* Q5_0: 5-bit code c = low nibble (split order) + 16 x bit j of qh; field c - 16 in a byte. */
-static qtk_status imp_q5_0(const ictx *x, const uint8_t *src, size_t nb, uint8_t *v, uint8_t *s) {
-    for (size_t b = 0; b < nb; b++) {
-        const uint8_t *blk = src + b * x->bytes;
-        uint16_t d = qtk__ld16(blk);
-        if (!f16_finite(d)) return bad_block(x, b, "the scale d (f16 0x%04x) is not finite", d);
-        uint32_t qh = qtk__ld32(blk + 2);
-        const uint8_t *qs = blk + 6;
-        uint8_t *o = v + 32 * b;
-        for (unsigned j = 0; j < 16; j++) {
-            int lo = (qs[j] & 15) | (int)(((qh >> j) & 1u) << 4);
-            int hi = (qs[j] >> 4) | (int)(((qh >> (j + 16)) & 1u) << 4);
-            o[j] = (uint8_t)(int8_t)(lo - 16);
-            o[j + 16] = (uint8_t)(int8_t)(hi - 16);
-        }
-        qtk__st16(s + 2 * b, d);
-    }
-    return QTK_OK;
-}
-
 /* MXFP4: the E8M0 byte is qtk's ue8m0 scale, the E2M1 codes are qtk's (only permuted).
  * e = 0xFF is NaN in OCP and qtk (ggml's validator rejects it too). */
 static qtk_status imp_mxfp4(const ictx *x, const uint8_t *src, size_t nb, uint8_t *v, uint8_t *s) {
@@ -214,52 +194,6 @@ static qtk_status imp_q1_0(const ictx *x, const uint8_t *src, size_t nb, uint8_t
 
 /* ---- K-quants and IQ4_XS: f32 sub-block scales d x sc ---- */
 
-/* Q3_K: q = low2 - (high bit ? 0 : 4) in -4..3; 6-bit scales biased by 32 (GGUF.md §2.15). */
-static qtk_status imp_q3_k(const ictx *x, const uint8_t *src, size_t nb, uint8_t *v, uint8_t *s) {
-    for (size_t b = 0; b < nb; b++) {
-        const uint8_t *blk = src + b * x->bytes, *hm = blk, *qs = blk + 32, *sc = blk + 96;
-        uint16_t dh = qtk__ld16(blk + 108);
-        if (!f16_finite(dh)) return bad_block(x, b, "the scale d (f16 0x%04x) is not finite", dh);
-        float d = qtk__gguf_f16(dh);
-        for (unsigned k = 0; k < 16; k++) {
-            unsigned lo4 = k < 8 ? sc[k] & 15u : sc[k - 8] >> 4;
-            unsigned hi2 = (sc[8 + k % 4] >> (2 * (k / 4))) & 3u;
-            put_f32(s + 4 * (16 * b + k), d * (float)((int)(lo4 | hi2 << 4) - 32));
-        }
-        uint8_t *o = v + 128 * b;
-        for (unsigned e = 0; e < 256; e += 2) {
-            int q[2];
-            for (unsigned t = 0; t < 2; t++) {
-                unsigned el = e + t, h = el / 128, j = (el / 32) % 4, l = el % 32;
-                int low2 = (qs[32 * h + l] >> (2 * j)) & 3;
-                q[t] = low2 - (((hm[l] >> (el / 32)) & 1u) ? 0 : 4);
-            }
-            o[e / 2] = (uint8_t)((q[0] & 15) | (q[1] & 15) << 4);
-        }
-    }
-    return QTK_OK;
-}
-
-/* Q6_K: q = (low4 | high2 << 4) - 32; scales are signed int8 (GGUF.md §2.15). */
-static qtk_status imp_q6_k(const ictx *x, const uint8_t *src, size_t nb, uint8_t *v, uint8_t *s) {
-    for (size_t b = 0; b < nb; b++) {
-        const uint8_t *blk = src + b * x->bytes, *ql = blk, *qh = blk + 128, *sc = blk + 192;
-        uint16_t dh = qtk__ld16(blk + 208);
-        if (!f16_finite(dh)) return bad_block(x, b, "the scale d (f16 0x%04x) is not finite", dh);
-        float d = qtk__gguf_f16(dh);
-        for (unsigned k = 0; k < 16; k++) put_f32(s + 4 * (16 * b + k), d * (float)(int8_t)sc[k]);
-        uint8_t *o = v + 256 * b;
-        for (unsigned e = 0; e < 256; e++) {
-            unsigned h = e / 128, g = (e / 32) % 4, l = e % 32;
-            unsigned byte = ql[64 * h + 32 * (g & 1) + l];
-            unsigned low4 = g < 2 ? byte & 15u : byte >> 4;
-            unsigned high2 = (qh[32 * h + l] >> (2 * g)) & 3u;
-            o[e] = (uint8_t)(int8_t)((int)(low4 | high2 << 4) - 32);
-        }
-    }
-    return QTK_OK;
-}
-
 /* Q8_K: an f32 d for 256 int8 fields; bsums (redundant sums) are dropped. */
 static qtk_status imp_q8_k(const ictx *x, const uint8_t *src, size_t nb, uint8_t *v, uint8_t *s) {
     for (size_t b = 0; b < nb; b++) {
@@ -299,11 +233,8 @@ qtk_status qtk__gguf_import(uint32_t type, const uint8_t *src, size_t nb, const 
     uint8_t *v = dst, *s = dst + L->scales_offset;
     switch (type) {
     case 2: return imp_q4(&x, src, nb, v, s, 8);
-    case 6: return imp_q5_0(&x, src, nb, v, s);
     case 8: return imp_q8(&x, src, nb, v, s, 2);
     case 9: return imp_q8(&x, src, nb, v, s, 4);
-    case 11: return imp_q3_k(&x, src, nb, v, s);
-    case 14: return imp_q6_k(&x, src, nb, v, s);
     case 15: return imp_q8_k(&x, src, nb, v, s);
     case 20: return imp_q4(&x, src, nb, v, s, 0);
     case 23: return imp_iq4_xs(&x, src, nb, v, s);

@@ -4,7 +4,6 @@
  *   gguf_kv.c      KV values <-> the typed text the description carries them as
  *   gguf_types.c   the ggml type table: ids, block sizes, and what each becomes in qtk
  *   gguf_import.c  ggml blocks -> qtk bytes for the exactly-mapped types (§3.3)
- *   gguf_decode.c  ggml blocks -> f32 for the types with offsets/mins (ggml's own arithmetic)
  *   gguf_export.c  qtk bytes -> ggml blocks (the writer's codecs, K-quant scale splitting)
  *   gguf_write.c   the container writer: which ggml type each tensor becomes, header, data
  */
@@ -32,7 +31,7 @@ typedef enum {
     GK_REMOVED = 0, /* an id ggml retired (block size 0): the file is rejected */
     GK_RAW,         /* plain elements: a raw tensor of `elem` */
     GK_EXACT,       /* a qtk scheme holds the same values: bytes rearranged on load */
-    GK_DECODE,      /* offsets/mins: decoded to F32 on load exactly as ggml does */
+    GK_NATIVE,      /* a store=ggml scheme (docs/affine.md): the file's bytes are the tensor's */
     GK_OPAQUE       /* a valid ggml type qtk does not decode (lattice IQ types) */
 } gguf_kind;
 
@@ -42,7 +41,9 @@ typedef struct gguf_type {
     uint32_t bytes;     /* bytes per block */
     gguf_kind kind;
     qtk_elem elem;      /* GK_RAW */
-    const char *spec;   /* GK_EXACT: the scheme its tensors read as */
+    const char *spec;   /* GK_EXACT, GK_NATIVE: the scheme its tensors read as */
+    int16_t d_at, m_at; /* GK_NATIVE: the byte offsets of the block's f16 d and m/dmin (-1: none),
+                           which must be finite (ggml_validate_row_data's rule) */
 } gguf_type;
 
 /* NULL for ids >= QTK__GGUF_TYPE_COUNT. */
@@ -68,8 +69,6 @@ typedef struct gguf_reader {
  * file offset (the loader adds the tensor). */
 qtk_status qtk__gguf_import(uint32_t type, const uint8_t *src, size_t nblocks, const qtk_layout *L, uint8_t *dst,
                             size_t file_off);
-/* Decodes nblocks blocks of a GK_DECODE type to f32, as ggml's dequantizer computes them. */
-qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nblocks, float *dst, size_t file_off);
 
 /* ---- KV values as text (gguf_kv.c) ---- */
 

@@ -4,11 +4,11 @@
 
 #include <strings.h>
 
-#define RAW(n, b, e) {n, 1, b, GK_RAW, e, NULL}
-#define EXACT(n, k, b, s) {n, k, b, GK_EXACT, QTK_ELEM_NONE, s}
-#define DECODE(n, k, b) {n, k, b, GK_DECODE, QTK_ELEM_F32, NULL}
-#define OPAQUE(n, k, b) {n, k, b, GK_OPAQUE, QTK_ELEM_F32, NULL}
-#define REMOVED {NULL, 0, 0, GK_REMOVED, QTK_ELEM_NONE, NULL}
+#define RAW(n, b, e) {n, 1, b, GK_RAW, e, NULL, -1, -1}
+#define EXACT(n, k, b, s) {n, k, b, GK_EXACT, QTK_ELEM_NONE, s, -1, -1}
+#define NATIVE(n, k, b, s, d, m) {n, k, b, GK_NATIVE, QTK_ELEM_NONE, s, d, m}
+#define OPAQUE(n, k, b) {n, k, b, GK_OPAQUE, QTK_ELEM_F32, NULL, -1, -1}
+#define REMOVED {NULL, 0, 0, GK_REMOVED, QTK_ELEM_NONE, NULL, -1, -1}
 
 /* Why these schemes (GGUF.md §3.2-§3.3, with the settled decisions of §3.6):
  *   - negative stored scales are accepted by qtk, so Q4_0, IQ4_NL, Q5_0, Q3_K, Q6_K, Q8_K and
@@ -16,25 +16,27 @@
  *   - 256-element super-blocks with one scale (Q8_K, TQ1_0, TQ2_0) become block=128 with the
  *     scale written twice: Burn's containers hold block dims up to 255 only, and these tensors
  *     must convert to .bpk;
- *   - the K-quants' sub-scales d x sc are exact in f32, hence f32 block scales;
+ *   - the types with offsets, mins or 5/6/3-bit fields (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K) are
+ *     held in ggml's own block structs (store=ggml, docs/affine.md): their bytes as they are;
+ *   - Q8_K's and IQ4_XS's sub-scales d x sc are exact in f32, hence f32 block scales;
  *   - NVFP4 reads as single-level e2m1/ue4m3 (ggml's tensor has no global scale); with a
  *     companion ".scale" tensor it reads as the two-level nvfp4 preset (gguf.c). */
 static const gguf_type types[QTK__GGUF_TYPE_COUNT] = {
     [0] = RAW("F32", 4, QTK_ELEM_F32),
     [1] = RAW("F16", 2, QTK_ELEM_F16),
     [2] = EXACT("Q4_0", 32, 18, "q4f,block=32:f16"),
-    [3] = DECODE("Q4_1", 32, 20),
+    [3] = NATIVE("Q4_1", 32, 20, "q4_1", 0, 2),
     [4] = REMOVED,
     [5] = REMOVED,
-    [6] = EXACT("Q5_0", 32, 22, "q8f,block=32:f16,store=native"),
-    [7] = DECODE("Q5_1", 32, 24),
+    [6] = NATIVE("Q5_0", 32, 22, "q5_0", 0, -1),
+    [7] = NATIVE("Q5_1", 32, 24, "q5_1", 0, 2),
     [8] = EXACT("Q8_0", 32, 34, "q8f,block=32:f16,store=native"),
     [9] = EXACT("Q8_1", 32, 36, "q8f,block=32:f16,store=native"),
-    [10] = DECODE("Q2_K", 256, 84),
-    [11] = EXACT("Q3_K", 256, 110, "q4f,block=16:f32"),
-    [12] = DECODE("Q4_K", 256, 144),
-    [13] = DECODE("Q5_K", 256, 176),
-    [14] = EXACT("Q6_K", 256, 210, "q8f,block=16:f32,store=native"),
+    [10] = NATIVE("Q2_K", 256, 84, "q2_k", 80, 82),
+    [11] = NATIVE("Q3_K", 256, 110, "q3_k", 108, -1),
+    [12] = NATIVE("Q4_K", 256, 144, "q4_k", 0, 2),
+    [13] = NATIVE("Q5_K", 256, 176, "q5_k", 0, 2),
+    [14] = NATIVE("Q6_K", 256, 210, "q6_k", 208, -1),
     [15] = EXACT("Q8_K", 256, 292, "q8f,block=128:f32,store=native"),
     [16] = OPAQUE("IQ2_XXS", 256, 66),
     [17] = OPAQUE("IQ2_XS", 256, 74),

@@ -488,11 +488,11 @@ static qtk_status check_weight_map(qtk__hub *h, const json_t *wm) {
             return qtk__err(QTK_E_FORMAT, "'%s': the weight_map puts tensor '%s' in '%s', but it is in '%s'", h->index_file,
                             r->t->name, f, base_name(hub_file(h, r)));
     }
-    static const char *const qtk_suffix[] = {".qtk_scales", ".qtk_global", ".qtk_table"};
+    static const char *const qtk_suffix[] = {".qtk_scales", ".qtk_offsets", ".qtk_global", ".qtk_table"};
     for (void *it = json_object_iter((json_t *)(uintptr_t)wm); it; it = json_object_iter_next((json_t *)(uintptr_t)wm, it)) {
         const char *k = json_object_iter_key(it);
         hub_raw *r = hub_find(h, k, "");
-        for (int s = 0; s < 3 && !r; s++) {
+        for (int s = 0; s < (int)(sizeof qtk_suffix / sizeof qtk_suffix[0]) && !r; s++) {
             size_t kl = strlen(k), sl = strlen(qtk_suffix[s]);
             if (kl > sl && strcmp(k + kl - sl, qtk_suffix[s]) == 0) {
                 char *base = qtk__arena_strndup(&h->arena, k, kl - sl);

@@ -277,10 +277,10 @@ static qtk_status plan_index(qtk__hub_writer *w) {
             }
             /* qtk's convention: the tensor and its companions, as the file holds them */
             qtk_layout L;
-            qpiece p[4];
+            qpiece p[1 + QTK__ST_COMPANIONS];
             st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
             if (!st) qtk__st_quant_pieces(&t->scheme, &L, p);
-            for (int j = 0; j < 4 && !st; j++) {
+            for (int j = 0; j < 1 + QTK__ST_COMPANIONS && !st; j++) {
                 if (!p[j].present) continue;
                 char key[1024];
                 snprintf(key, sizeof key, "%s%s", t->name, p[j].suffix);

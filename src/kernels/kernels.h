@@ -9,6 +9,8 @@
 
 #include "mse.h"
 
+#include "../gblock/gblock.h"
+
 /* Conventions: x and out point at the first element of row r0 (element j of row r is at
  * (r - r0) * inner + j); per-group arrays (eff, stats->amax) are indexed by group - gbase,
  * so a caller can hold the scales of a few rows only. qtk__stats.bad holds absolute flat
@@ -47,6 +49,9 @@ typedef struct qtk__kernels {
      * scales, and optionally each group's error */
     bool (*mse_groups)(const qtk__mse_cfg *c, const qtk__mse_src *src, size_t n, float g, uint8_t *codes, float *eff,
                        double *err);
+    /* store=ggml: nb blocks of format F at src into nb x F->qk f32 values, as
+     * qtk__gb_dequant_ref computes them (NULL: that) */
+    void (*gb_dequant)(const qtk__gb_fmt *F, const uint8_t *src, size_t nb, float *y);
 } qtk__kernels;
 
 QTK_INTERNAL extern const qtk__kernels qtk__kernels_ref;

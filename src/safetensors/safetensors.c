@@ -192,7 +192,7 @@ static qtk_status build(qtk_ckpt *c, json_t *root, size_t hlen, qtk__arena *tmp)
      * then tensors go in data order, a quantized one in the place of its values. */
     for (size_t i = 0; i < n && !st; i++)
         if (qtk__st_meta_get(meta, QTK__META_SCHEME, e[i].name))
-            for (int k = 0; k < 3; k++) {
+            for (int k = 0; k < QTK__ST_COMPANIONS; k++) {
                 st_entry *p = qtk__st_find(&ix, e[i].name, qtk__st_suffixes[k]);
                 if (p) p->consumed = 1;
             }
@@ -295,8 +295,8 @@ static qtk_status add_json_entry(json_t *root, const char *name, const char *suf
     qtk_status st = QTK_OK;
     if (strcmp(key, "__metadata__") == 0) st = qtk__err(QTK_E_ARG, "a tensor cannot be named '__metadata__' in safetensors");
     else if (json_object_get(root, key))
-        st = qtk__err(QTK_E_ARG, "tensor name '%s' is used twice (a quantized tensor's companions are NAME%s, NAME%s and NAME%s)",
-                      key, qtk__st_suffixes[0], qtk__st_suffixes[1], qtk__st_suffixes[2]);
+        st = qtk__err(QTK_E_ARG, "tensor name '%s' is used twice (a quantized tensor's companions are NAME%s, NAME%s, NAME%s and NAME%s)",
+                      key, qtk__st_suffixes[0], qtk__st_suffixes[1], qtk__st_suffixes[2], qtk__st_suffixes[3]);
     else {
         json_t *e = entry_json(dtype, shape, rank, begin, end);
         if (!e || json_object_set_new(root, key, e) != 0)
@@ -328,9 +328,9 @@ static qtk_status build_header(qtk__ckpt_writer *w, json_t *root) {
         qtk_layout L;
         st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
         if (st) return qtk__err_context(st, "tensor '%s'", t->name);
-        qpiece p[4];
+        qpiece p[1 + QTK__ST_COMPANIONS];
         qtk__st_quant_pieces(&t->scheme, &L, p);
-        for (int k = 0; k < 4 && !st; k++) {
+        for (int k = 0; k < 1 + QTK__ST_COMPANIONS && !st; k++) {
             if (!p[k].present) continue;
             st = add_json_entry(root, t->name, p[k].suffix, qtk__st_name(p[k].elem), p[k].shape, p[k].rank, at, at + p[k].bytes);
             at += p[k].bytes;

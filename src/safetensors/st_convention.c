@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
-const char *const qtk__st_suffixes[3] = {".qtk_scales", ".qtk_global", ".qtk_table"};
+const char *const qtk__st_suffixes[QTK__ST_COMPANIONS] = {".qtk_scales", ".qtk_offsets", ".qtk_global", ".qtk_table"};
 
 static qtk_elem scale_elem(qtk_dtype d) {
     switch (d) {
@@ -17,24 +17,27 @@ static qtk_elem scale_elem(qtk_dtype d) {
     case QTK_DTYPE_BF16: return QTK_ELEM_BF16;
     case QTK_DTYPE_UE8M0: return QTK_ELEM_F8_E8M0;
     case QTK_DTYPE_UE4M3: return QTK_ELEM_F8_E4M3; /* E4M3FN bits with the sign clear */
+    case QTK_DTYPE_U8: return QTK_ELEM_U8;         /* zero points */
     default: return QTK_ELEM_F32;
     }
 }
 
-void qtk__st_quant_pieces(const qtk_scheme *s, const qtk_layout *L, qpiece p[4]) {
-    memset(p, 0, 4 * sizeof *p);
+void qtk__st_quant_pieces(const qtk_scheme *s, const qtk_layout *L, qpiece p[1 + QTK__ST_COMPANIONS]) {
+    memset(p, 0, (1 + QTK__ST_COMPANIONS) * sizeof *p);
     /* values: the storage shape with its last dim in bytes (a rank-0 tensor stores one unit) */
     p[0] = (qpiece){"", QTK_ELEM_U8, L->rank > 0 ? L->rank : 1, {0}, L->value_bytes, true};
     for (int i = 0; i < p[0].rank; i++) p[0].shape[i] = L->storage_shape[i];
     p[0].shape[p[0].rank - 1] *= L->unit_bytes;
-    /* scales: the block grid, or a scalar for the one per-tensor scale */
-    p[1] = (qpiece){qtk__st_suffixes[0], scale_elem(L->scale_dtype), 0, {0}, L->scale_bytes, true};
+    /* scales and offsets: the block grid, or a scalar for the one per-tensor scale (store=ggml
+     * has neither: they are inside its blocks) */
+    p[1] = (qpiece){qtk__st_suffixes[0], scale_elem(L->scale_dtype), 0, {0}, L->scale_bytes, L->scale_bytes > 0};
+    p[2] = (qpiece){qtk__st_suffixes[1], scale_elem(L->offset_dtype), 0, {0}, L->offset_bytes, L->offset_bytes > 0};
     if (s->block_rank > 0) {
-        p[1].rank = L->rank;
-        for (int i = 0; i < L->rank; i++) p[1].shape[i] = L->grid[i];
+        p[1].rank = p[2].rank = L->rank;
+        for (int i = 0; i < L->rank; i++) p[1].shape[i] = p[2].shape[i] = L->grid[i];
     }
-    p[2] = (qpiece){qtk__st_suffixes[1], QTK_ELEM_F32, 0, {0}, L->global_bytes, L->global_bytes > 0};
-    p[3] = (qpiece){qtk__st_suffixes[2], QTK_ELEM_F32, 1, {L->table_entries}, L->table_bytes, L->table_bytes > 0};
+    p[3] = (qpiece){qtk__st_suffixes[2], QTK_ELEM_F32, 0, {0}, L->global_bytes, L->global_bytes > 0};
+    p[4] = (qpiece){qtk__st_suffixes[3], QTK_ELEM_F32, 1, {L->table_entries}, L->table_bytes, L->table_bytes > 0};
 }
 
 static bool parse_dims(const char *s, size_t *shape, int *rank) {
@@ -97,7 +100,7 @@ qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, c
      * hint): a reader may not have the writer's table registered. */
     char hint[QTK_TABLE_NAME_MAX], fixed[512];
     table_hint(spec, hint, sizeof hint);
-    st_entry *tab = qtk__st_find(ix, nm, qtk__st_suffixes[2]);
+    st_entry *tab = qtk__st_find(ix, nm, qtk__st_suffixes[3]);
     if (hint[0] && tab && tab->elem == QTK_ELEM_F32 && tab->rank == 1 &&
         (tab->numel == 4 || tab->numel == 16 || tab->numel == 256)) {
         qtk_scheme tmp;
@@ -114,11 +117,11 @@ qtk_status qtk__st_add_quantized(qtk_ckpt *c, const st_index *ix, st_entry *v, c
     qtk_layout L;
     st = qtk_layout_compute(&s, shape, rank, &L);
     if (st) return qtk__err_context(st, "tensor '%s'", nm);
-    qpiece want[4];
+    qpiece want[1 + QTK__ST_COMPANIONS];
     qtk__st_quant_pieces(&s, &L, want);
     qtk__ckpt_loc loc = {.n = 0};
     char sb[256], sb2[256], sb3[256];
-    for (int k = 0; k < 4; k++) {
+    for (int k = 0; k < 1 + QTK__ST_COMPANIONS; k++) {
         st_entry *p = k == 0 ? v : qtk__st_find(ix, nm, want[k].suffix);
         if (!want[k].present) {
             if (p) return qtk__err(QTK_E_FORMAT, "tensor '%s%s' exists but scheme '%s' has no such part", nm, want[k].suffix, spec);

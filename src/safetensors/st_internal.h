@@ -16,7 +16,10 @@
 #define QTK__CONVENTION_VERSION "1"
 
 /* companion suffixes: scales, global, table */
-extern const char *const qtk__st_suffixes[3];
+/* the companions of a quantized tensor, in the order of its bytes: scales, offsets (affine
+ * schemes), global, table */
+#define QTK__ST_COMPANIONS 4
+extern const char *const qtk__st_suffixes[QTK__ST_COMPANIONS];
 
 /* One header entry, before it becomes a tensor of the description. */
 typedef struct {
@@ -42,8 +45,8 @@ st_entry *qtk__st_find(const st_index *ix, const char *name, const char *suffix)
 /* The dtype string an element is written as (NULL if safetensors has none). */
 const char *qtk__st_name(qtk_elem e);
 
-/* The safetensors tensors one quantized tensor becomes: values, scales, global, table (the
- * last two may be absent). */
+/* The safetensors tensors one quantized tensor becomes: values, scales, offsets, global,
+ * table (all but the values may be absent: store=ggml has values only). */
 typedef struct {
     const char *suffix; /* "" for the values */
     qtk_elem elem;
@@ -52,7 +55,7 @@ typedef struct {
     size_t bytes;
     bool present;
 } qpiece;
-void qtk__st_quant_pieces(const qtk_scheme *s, const qtk_layout *L, qpiece p[4]);
+void qtk__st_quant_pieces(const qtk_scheme *s, const qtk_layout *L, qpiece p[1 + QTK__ST_COMPANIONS]);
 
 /* metadata[prefix + name] as a string, or NULL */
 const char *qtk__st_meta_get(const json_t *meta, const char *prefix, const char *name);

@@ -68,9 +68,32 @@ qtk_status qtk_convert(const qtk_tensor *t, const qtk_scheme *s, const qtk_quant
     return st;
 }
 
+/* quantize(dequantize(t)) with the source dequantized in full (4 bytes per element). */
+static qtk_status convert_whole(const qtk_tensor *t, const qtk_scheme *s, const qtk_quantize_options *o, qtk_tensor **out) {
+    const qtk_layout *sl = qtk_tensor_layout(t);
+    float *xf = qtk__malloc((sl->numel ? sl->numel : 1) * sizeof(float));
+    qtk_status st = xf ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory for %zu f32 values", sl->numel);
+    if (!st) st = qtk_dequantize(t, QTK_DTYPE_F32, xf, sl->numel);
+    if (!st) {
+        size_t bad = qtk__ref_first_nonfinite(xf, sl->numel);
+        if (bad != SIZE_MAX) st = qtk__err(QTK_E_VALUE, "source element %zu dequantizes to a non-finite value", bad);
+    }
+    if (!st) st = qtk_quantize(xf, sl->shape, sl->rank, s, o, out);
+    qtk__free(xf);
+    return st;
+}
+
+/* The extension's schemes (docs/affine.md) have no slab path: ggml's blocks and offsets. */
+static bool extension_scheme(const qtk_scheme *s) { return s->store == QTK_STORE_GGML || s->mode == QTK_MODE_AFFINE; }
+
 static qtk_status convert(const qtk_tensor *t, const qtk_scheme *s, const qtk_quantize_options *opts, qtk_tensor **out) {
     if (!t || !out) return qtk__err(QTK_E_ARG, "qtk_convert: NULL argument");
     *out = NULL;
+    if (!s) return qtk__err(QTK_E_ARG, "qtk_convert: NULL scheme");
+    if (extension_scheme(qtk_tensor_scheme(t)) || extension_scheme(s)) {
+        qtk_status st = qtk_scheme_validate(s);
+        return st ? st : convert_whole(t, s, opts, out);
+    }
     const qtk_layout *sl = qtk_tensor_layout(t);
     size_t len;
     const uint8_t *sb = qtk_tensor_bytes(t, &len);

@@ -62,8 +62,26 @@ qtk_status qtk_quantize_into(const float *x, const size_t *shape, int rank, cons
     return st;
 }
 
+/* store=ggml: the gblock quantizers (docs/affine.md §3). */
+static qtk_status quantize_ggml(const qtk__gb_fmt *F, const float *x, const size_t *shape, int rank,
+                                const qtk_scheme *s, const qtk_quantize_options *opts, void *dst, size_t dst_len) {
+    qtk_layout L;
+    qtk_status st = qtk_layout_compute(s, shape, rank, &L);
+    if (st) return st;
+    if (!dst) return qtk__err(QTK_E_ARG, "destination is NULL");
+    if (dst_len != L.total_bytes) {
+        char sb[256], ss[160];
+        return qtk__err(QTK_E_LENGTH, "destination holds %zu bytes; scheme '%s' on shape %s needs exactly %zu", dst_len,
+                        spec_of(s, ss, sizeof ss), qtk_shape_format(shape, rank, sb, sizeof sb), L.total_bytes);
+    }
+    qtk_quantize_options o = opts ? *opts : (qtk_quantize_options){0};
+    return qtk__gb_quantize(F, x, &L, &o, dst);
+}
+
 static qtk_status quantize_into(const float *x, const size_t *shape, int rank, const qtk_scheme *s,
                                 const qtk_quantize_options *opts, void *dst, size_t dst_len) {
+    const qtk__gb_fmt *F = qtk__gb_fmt_of_scheme(s);
+    if (F && qtk_scheme_validate(s) == QTK_OK) return quantize_ggml(F, x, shape, rank, s, opts, dst, dst_len);
     qtk__plan *p = qtk__malloc(sizeof *p);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__plan_init(p, s, shape, rank, NULL);
@@ -261,7 +279,28 @@ static qtk_status check_native_fields(const qtk__plan *p, const uint8_t *b) {
     return QTK_OK;
 }
 
+/* store=ggml: the exact length, then every block's f16 scales. */
+static qtk_status bytes_check_ggml(const qtk__gb_fmt *F, const void *bytes, size_t len, const size_t *shape, int rank,
+                                   const qtk_scheme *s, qtk_layout *L) {
+    qtk_status st = qtk_layout_compute(s, shape, rank, L);
+    if (st) return st;
+    if (!bytes && len > 0) return qtk__err(QTK_E_ARG, "bytes are NULL");
+    if (len != L->total_bytes) {
+        char sb[256], ss[160];
+        const qtk__gfmt_info *I = qtk__gfmt_info_of(F->f);
+        return qtk__err(QTK_E_LENGTH, "scheme '%s' on shape %s takes exactly %zu bytes (%zu ggml %s blocks of %u); got %zu",
+                        spec_of(s, ss, sizeof ss), qtk_shape_format(shape, rank, sb, sizeof sb), L->total_bytes,
+                        L->numel / F->qk, I->ggml, F->bytes, len);
+    }
+    return qtk__gb_check(F, bytes, L);
+}
+
 qtk_status qtk_bytes_check(const void *bytes, size_t len, const size_t *shape, int rank, const qtk_scheme *s) {
+    const qtk__gb_fmt *F = qtk__gb_fmt_of_scheme(s);
+    if (F && qtk_scheme_validate(s) == QTK_OK) {
+        qtk_layout L;
+        return bytes_check_ggml(F, bytes, len, shape, rank, s, &L);
+    }
     qtk__plan *p = qtk__malloc(sizeof *p);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__bytes_plan(bytes, len, shape, rank, s, p);
@@ -324,9 +363,28 @@ qtk_status qtk_tensor_scales(const qtk_tensor *t, float *out, size_t cap) {
     if (!t || (!out && t->layout.n_scales)) return qtk__err(QTK_E_ARG, "qtk_tensor_scales: NULL argument");
     if (cap < t->layout.n_scales)
         return qtk__err(QTK_E_LENGTH, "room for %zu scales; the tensor has %zu", cap, t->layout.n_scales);
+    const qtk__gb_fmt *F = qtk__gb_fmt_of_scheme(&t->scheme);
+    if (F) return qtk__gb_scales(F, t->bytes, &t->layout, false, out);
     unsigned sz = qtk__scale_size(t->layout.scale_dtype);
     for (size_t i = 0; i < t->layout.n_scales; i++)
         out[i] = qtk__scale_load(t->layout.scale_dtype, t->bytes + t->layout.scales_offset + i * sz);
+    return QTK_OK;
+}
+
+qtk_status qtk_tensor_offsets(const qtk_tensor *t, float *out, size_t cap) {
+    if (!t) return qtk__err(QTK_E_ARG, "qtk_tensor_offsets: NULL tensor");
+    if (t->scheme.mode != QTK_MODE_AFFINE) {
+        char ss[160];
+        return qtk__err(QTK_E_SCHEME, "scheme '%s' has no offsets (it is not affine)", spec_of(&t->scheme, ss, sizeof ss));
+    }
+    if (!out && t->layout.n_scales) return qtk__err(QTK_E_ARG, "qtk_tensor_offsets: NULL argument");
+    if (cap < t->layout.n_scales)
+        return qtk__err(QTK_E_LENGTH, "room for %zu offsets; the tensor has %zu", cap, t->layout.n_scales);
+    const qtk__gb_fmt *F = qtk__gb_fmt_of_scheme(&t->scheme);
+    if (F) return qtk__gb_scales(F, t->bytes, &t->layout, true, out);
+    unsigned sz = qtk__scale_size(t->layout.offset_dtype);
+    for (size_t i = 0; i < t->layout.n_scales; i++)
+        out[i] = qtk__scale_load(t->layout.offset_dtype, t->bytes + t->layout.offsets_offset + i * sz);
     return QTK_OK;
 }
 
@@ -362,8 +420,25 @@ static qtk_status dequantize_plan(const qtk__plan *p, const uint8_t *b, bool val
     return st;
 }
 
+static qtk_status dequantize_ggml(const qtk__gb_fmt *F, const uint8_t *b, const qtk_layout *L, qtk_dtype dtype,
+                                  void *out, size_t n_out) {
+    qtk_status st = check_out(dtype, out, n_out, L->numel);
+    if (st) return st;
+    qtk__fpenv fe;
+    qtk__fpenv_enter(&fe);
+    qtk__gb_dequantize(F, b, L, dtype, out, 0);
+    qtk__fpenv_leave(&fe);
+    return QTK_OK;
+}
+
 qtk_status qtk_dequantize_bytes(const void *bytes, size_t len, const size_t *shape, int rank, const qtk_scheme *s,
                                 qtk_dtype dtype, void *out, size_t n_out) {
+    const qtk__gb_fmt *F = qtk__gb_fmt_of_scheme(s);
+    if (F && qtk_scheme_validate(s) == QTK_OK) {
+        qtk_layout L;
+        qtk_status st = bytes_check_ggml(F, bytes, len, shape, rank, s, &L);
+        return st ? st : dequantize_ggml(F, bytes, &L, dtype, out, n_out);
+    }
     qtk__plan *p = qtk__malloc(sizeof *p);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__bytes_plan(bytes, len, shape, rank, s, p);
@@ -376,6 +451,8 @@ qtk_status qtk_dequantize_bytes(const void *bytes, size_t len, const size_t *sha
 
 qtk_status qtk_dequantize(const qtk_tensor *t, qtk_dtype dtype, void *out, size_t n_out) {
     if (!t) return qtk__err(QTK_E_ARG, "qtk_dequantize: tensor is NULL");
+    const qtk__gb_fmt *F = qtk__gb_fmt_of_scheme(&t->scheme);
+    if (F) return dequantize_ggml(F, t->bytes, &t->layout, dtype, out, n_out);
     qtk__plan *p = qtk__malloc(sizeof *p);
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__bytes_plan(t->bytes, t->layout.total_bytes, t->layout.shape, t->layout.rank, &t->scheme, p);

@@ -18,4 +18,19 @@ QTK_INTERNAL qtk_status qtk__tensor_new(const qtk_scheme *s, const qtk_layout *L
 QTK_INTERNAL uint8_t *qtk__tensor_mutable_bytes(qtk_tensor *t);
 QTK_INTERNAL qtk_status qtk__check_x(const float *x, size_t numel);
 
+/* ---- store=ggml tensors (gb_tensor.c, docs/affine.md §3) ---- */
+
+/* Every block's f16 scales finite; the error names the block, its row and byte. */
+QTK_INTERNAL qtk_status qtk__gb_check(const qtk__gb_fmt *F, const uint8_t *bytes, const qtk_layout *L);
+/* Dequantizes checked bytes into out (f32, f16 or bf16; numel values). */
+QTK_INTERNAL void qtk__gb_dequantize(const qtk__gb_fmt *F, const uint8_t *bytes, const qtk_layout *L, qtk_dtype dtype,
+                                     void *out, int threads);
+/* Each group's scale S_g (offsets: its stored offset, docs/affine.md) into out (n_scales). */
+QTK_INTERNAL qtk_status qtk__gb_scales(const qtk__gb_fmt *F, const uint8_t *bytes, const qtk_layout *L, bool offsets,
+                                       float *out);
+/* Quantizes x (numel values, the layout's) into dst (total_bytes) with the options'
+ * calibration and weights. */
+QTK_INTERNAL qtk_status qtk__gb_quantize(const qtk__gb_fmt *F, const float *x, const qtk_layout *L,
+                                         const qtk_quantize_options *o, uint8_t *dst);
+
 #endif

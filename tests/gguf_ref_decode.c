@@ -1,10 +1,11 @@
-/* gguf_decode.c — ggml blocks -> f32 for the types no qtk scheme holds (an offset m or sub-block
- * mins: Q4_1, Q5_1, Q2_K, Q4_K, Q5_K; GGUF.md §2.6, §2.7, §2.15). The results must equal ggml's
- * dequantizer bit for bit, so each value is computed with ggml's operations in ggml's order:
- * scale products first (exact: f16 x small integer), then one rounded multiply, then one
- * rounded add or subtract. A fused multiply-add would round once and give other bits, so this
- * file is compiled with -ffp-contract=off (CMakeLists.txt); in ISO C mode GCC does not contract
- * anyway. */
+/* gguf_ref_decode.c — a second, independent decoder of ggml's types with offsets and mins
+ * (Q4_1, Q5_1, Q2_K, Q4_K, Q5_K; GGUF.md §2.6, §2.7, §2.15): qtk's decoder of these types before
+ * they were held natively (store=ggml, docs/affine.md), kept as the tests' reference. Each value
+ * is computed with ggml's operations in ggml's order: scale products first (exact: f16 x small
+ * integer), then one rounded multiply, then one rounded add or subtract; this file is compiled
+ * with -ffp-contract=off (tests/CMakeLists.txt). */
+#include "gguf_ref_decode.h"
+
 #include "gguf/gguf_internal.h"
 
 #include <stdio.h>
@@ -112,19 +113,13 @@ static qtk_status dec_q45_k(const uint8_t *src, size_t nb, float *y, size_t off,
     return QTK_OK;
 }
 
-qtk_status qtk__gguf_decode(uint32_t type, const uint8_t *src, size_t nb, float *dst, size_t off) {
+qtk_status test_gguf_ref_decode(uint32_t type, const uint8_t *src, size_t nb, float *dst, size_t off) {
     switch (type) {
     case 3: return dec_q4_1(src, nb, dst, off);
     case 7: return dec_q5_1(src, nb, dst, off);
     case 10: return dec_q2_k(src, nb, dst, off);
     case 12: return dec_q45_k(src, nb, dst, off, false);
     case 13: return dec_q45_k(src, nb, dst, off, true);
-    default: {
-        const char *tn = qtk__gguf_type_name(type);
-        return qtk__err(QTK_E_UNSUPPORTED,
-                        "ggml type %s (%u) uses lattice codebooks that qtk does not decode; convert it with "
-                        "llama.cpp first (llama-quantize to Q8_0, Q4_0 or a K-quant)",
-                        tn ? tn : "?", type);
-    }
+    default: return qtk__err(QTK_E_UNSUPPORTED, "the reference decoder has no ggml type %u", type);
     }
 }

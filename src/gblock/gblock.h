@@ -1,0 +1,74 @@
+/* gblock.h — ggml's block structs as qtk holds them (store=ggml, docs/affine.md §3).
+ *
+ * A store=ggml tensor is rows of ggml blocks along its last dimension, the bytes exactly
+ * ggml's. This room knows the bytes: unpack (a block -> its fields, integer sub-scales and
+ * f16 scales) and pack (the inverse; both are bijections between byte strings and unpacked
+ * blocks, so every block round-trips), the value of every element, the checks on bytes, and
+ * the quantizers that make blocks from f32 values.
+ *
+ * Values. Every format computes x = S_g q + O_g per scale group g, where S_g (d, or d x sc)
+ * and O_g (0, m, or -(dmin x mn)) are exact f32 and S_g q is exact (docs/affine.md §3): so
+ * x is S_g q for the symmetric formats (no rounding) and one rounding of S_g q + O_g for the
+ * affine ones — ggml's dequantize_row_* to the bit, with or without FMA. */
+#ifndef QTK_GBLOCK_H
+#define QTK_GBLOCK_H
+
+#include "../numfmt/scalar.h"
+#include "../scheme/scheme_internal.h"
+
+#define QTK__GB_QK_MAX 256u
+#define QTK__GB_GROUPS_MAX 16u
+
+/* One block, unpacked. */
+typedef struct qtk__gb_unpacked {
+    uint16_t d;                     /* f16 bits: the block scale d (K types: the super-block's) */
+    uint16_t m;                     /* f16 bits: Q4_1/Q5_1 the offset m; Q2_K/Q4_K/Q5_K dmin; else 0 */
+    int8_t sc[QTK__GB_GROUPS_MAX];  /* K types: the integer sub-scales (Q3_K: -32..31, Q6_K: int8) */
+    uint8_t mn[QTK__GB_GROUPS_MAX]; /* Q2_K/Q4_K/Q5_K: the integer sub-mins */
+    int8_t q[QTK__GB_QK_MAX];       /* fields, as the value reads them (u: 0..Q; q6f: -32..31 ...) */
+} qtk__gb_unpacked;
+
+/* A format's facts beside qtk__gfmt_info (scheme_internal.h). */
+typedef struct qtk__gb_fmt {
+    qtk__gfmt f;
+    unsigned qk, bytes, sub, groups; /* elements, bytes, elements per group, groups per block */
+    int qlo, qhi;                    /* field range */
+    bool affine;                     /* an offset (m or dmin x mn) */
+    bool super;                      /* integer sub-scales under d (K types) */
+    int sclo, schi;                  /* K types: sub-scale range */
+    int mnhi;                        /* affine K types: sub-min range 0..mnhi */
+} qtk__gb_fmt;
+
+QTK_INTERNAL const qtk__gb_fmt *qtk__gb_fmt_of(qtk__gfmt f);
+/* The format of a store=ggml scheme (validated), or NULL. */
+QTK_INTERNAL const qtk__gb_fmt *qtk__gb_fmt_of_scheme(const qtk_scheme *s);
+
+QTK_INTERNAL void qtk__gb_unpack(const qtk__gb_fmt *F, const uint8_t *blk, qtk__gb_unpacked *u);
+QTK_INTERNAL void qtk__gb_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8_t *blk);
+
+/* S_g and O_g of every group of an unpacked block (F->groups each); the f16 scales must be
+ * finite for the values to be finite. */
+QTK_INTERNAL void qtk__gb_params(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, float *S, float *O);
+/* The value of field q under (S, O). */
+static inline float qtk__gb_value(const qtk__gb_fmt *F, float S, float O, int q) {
+    float t = S * (float)q; /* exact */
+    if (!F->affine) return t;
+    return t + O;
+}
+
+/* The block's f16 scales are finite (ggml_validate_row_data's rule); else false and *what
+ * names the field ("d", "dmin", "m"). */
+QTK_INTERNAL bool qtk__gb_block_ok(const qtk__gb_fmt *F, const uint8_t *blk, const char **what);
+
+/* Reference dequantization of nb blocks at src into y (F->qk x nb values). */
+QTK_INTERNAL void qtk__gb_dequant_ref(const qtk__gb_fmt *F, const uint8_t *src, size_t nb, float *y);
+
+/* Quantizes one block of F->qk values x (weights w, NULL: all 1) into blk: calibration mse
+ * when `mse`, else minmax (docs/quantizers.md). */
+QTK_INTERNAL void qtk__gb_quantize_block(const qtk__gb_fmt *F, const float *x, const float *w, bool mse, uint8_t *blk);
+
+/* The stored offset of group g as the scheme states it (docs/affine.md: offset= m, min=
+ * dmin x mn), for qtk_tensor_offsets; 0 for symmetric formats. */
+QTK_INTERNAL float qtk__gb_stored_offset(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, unsigned g);
+
+#endif
