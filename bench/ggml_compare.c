@@ -1,12 +1,15 @@
-/* ggml_compare.c — SQNR of qtk's quantizers beside ggml's own (ggml_quantize_chunk, no
- * importance matrix) at the same layouts, on the data sets of docs/quantizers.md:
+/* ggml_compare.c — SQNR of qtk's quantizers beside ggml's own (ggml_quantize_chunk) at the
+ * same layouts, on the data sets of docs/quantizers.md, without an importance matrix and (the
+ * affine and K types, docs/affine.md) with one:
  *
  *   gauss    N(0, 1), [256, 4096]
  *   student  Student-t with 4 degrees of freedom, [256, 4096], every 100th column x20
  *   mnist    Burn's mnist.safetensors: every tensor of rank >= 2, flattened into rows of
  *            256 (the last row zero-padded; the padding is quantized but not scored)
  *
- * SQNR = 10 log10(sum x^2 / sum (x - x')^2) over all (real) elements of a data set. Bits per
+ * SQNR = 10 log10(sum x^2 / sum (x - x')^2) over all (real) elements of a data set; with an
+ * importance matrix (one weight per column, lognormal, the same for both) the weighted SQNR
+ * 10 log10(sum w x^2 / sum w (x - x')^2), the error both quantizers then minimize. Bits per
  * element count everything stored: scales, globals and tables (the padded layout's bytes
  * over the padded element count).
  *
@@ -219,15 +222,25 @@ static int make_mnist(const char *path, dataset *d) {
 
 /* ---- scoring ---- */
 
-static double sqnr(const dataset *d, const float *y) {
+static double sqnr_w(const dataset *d, const float *y, const float *imat) {
     double sx = 0, se = 0;
     for (size_t i = 0; i < d->rows * d->cols; i++) {
         if (d->real && !d->real[i]) continue;
-        double e = (double)d->x[i] - (double)y[i];
-        sx += (double)d->x[i] * d->x[i];
-        se += e * e;
+        double w = imat ? imat[i % d->cols] : 1.0, e = (double)d->x[i] - (double)y[i];
+        sx += w * (double)d->x[i] * d->x[i];
+        se += w * e * e;
     }
     return se > 0 ? 10.0 * log10(sx / se) : INFINITY;
+}
+static double sqnr(const dataset *d, const float *y) { return sqnr_w(d, y, NULL); }
+
+/* A synthetic importance matrix: per column a lognormal weight (activations' energies spread
+ * over two decades or so), deterministic. */
+static float *make_imatrix(size_t cols) {
+    float *w = malloc(cols * sizeof *w);
+    uint64_t s = 4242;
+    for (size_t j = 0; j < cols; j++) w[j] = (float)exp(1.2 * rng_normal(&s));
+    return w;
 }
 
 static double now(void) {
@@ -241,33 +254,35 @@ typedef struct {
     double bits, db, gbps;
 } result;
 
-static int run_ggml(const dataset *d, enum ggml_type type, result *r) {
+static int run_ggml_w(const dataset *d, enum ggml_type type, const float *imat, result *r) {
     const struct ggml_type_traits *tt = ggml_get_type_traits(type);
     if ((size_t)d->cols % (size_t)tt->blck_size) return -1;
     size_t row = ggml_row_size(type, (int64_t)d->cols), n = d->rows * d->cols;
     void *q = malloc(row * d->rows);
     float *y = malloc(n * sizeof(float));
     double t0 = now();
-    ggml_quantize_chunk(type, d->x, q, 0, (int64_t)d->rows, (int64_t)d->cols, NULL);
+    ggml_quantize_chunk(type, d->x, q, 0, (int64_t)d->rows, (int64_t)d->cols, imat);
     double dt = now() - t0;
     tt->to_float(q, y, (int64_t)n);
     snprintf(r->label, sizeof r->label, "ggml %s", tt->type_name);
     r->bits = (double)row * 8.0 / (double)d->cols;
-    r->db = sqnr(d, y);
+    r->db = sqnr_w(d, y, imat);
     r->gbps = (double)n * 4.0 / dt / 1e9;
     free(q);
     free(y);
     return 0;
 }
+static int run_ggml(const dataset *d, enum ggml_type type, result *r) { return run_ggml_w(d, type, NULL, r); }
 
-static int run_qtk(const dataset *d, const char *spec, qtk_calibration cal, const char *cname, result *r) {
+static int run_qtk_w(const dataset *d, const char *spec, qtk_calibration cal, const char *cname, const float *imat,
+                     result *r) {
     qtk_scheme s;
     if (qtk_scheme_parse(spec, &s) != QTK_OK) {
         fprintf(stderr, "%s: %s\n", spec, qtk_last_error());
         return -1;
     }
     size_t shape[2] = {d->rows, d->cols}, n = d->rows * d->cols;
-    qtk_quantize_options o = {.calibration = cal, .threads = 1};
+    qtk_quantize_options o = {.calibration = cal, .threads = 1, .weights = imat, .n_weights = imat ? d->cols : 0};
     qtk_tensor *t = NULL;
     double t0 = now();
     if (qtk_quantize(d->x, shape, 2, &s, &o, &t) != QTK_OK) {
@@ -279,11 +294,14 @@ static int run_qtk(const dataset *d, const char *spec, qtk_calibration cal, cons
     qtk_dequantize(t, QTK_DTYPE_F32, y, n);
     snprintf(r->label, sizeof r->label, "qtk %s [%s]", spec, cname);
     r->bits = qtk_layout_bits_per_element(qtk_tensor_layout(t));
-    r->db = sqnr(d, y);
+    r->db = sqnr_w(d, y, imat);
     r->gbps = (double)n * 4.0 / dt / 1e9;
     qtk_tensor_free(t);
     free(y);
     return 0;
+}
+static int run_qtk(const dataset *d, const char *spec, qtk_calibration cal, const char *cname, result *r) {
+    return run_qtk_w(d, spec, cal, cname, NULL, r);
 }
 
 /* the layouts compared: each qtk scheme beside the ggml type with the same layout */
@@ -300,11 +318,23 @@ static const pair pairs[] = {
     {"q8s,block=32:f16", GGML_TYPE_Q8_0, 0.0},
     {"q4f,table=iq4nl,block=32:f16", GGML_TYPE_IQ4_NL, 0.0},
     {"q2s,block=256:f16", GGML_TYPE_TQ2_0, 3.0},
+    /* docs/affine.md: ggml's own layouts, with and without an importance matrix */
+    {"q4_1", GGML_TYPE_Q4_1, 0.0},
+    {"q5_0", GGML_TYPE_Q5_0, 0.0},
+    {"q5_1", GGML_TYPE_Q5_1, 0.0},
+    {"q2_k", GGML_TYPE_Q2_K, 0.0},
+    {"q3_k", GGML_TYPE_Q3_K, 0.0},
+    {"q4_k", GGML_TYPE_Q4_K, 0.0},
+    {"q5_k", GGML_TYPE_Q5_K, 0.0},
+    {"q6_k", GGML_TYPE_Q6_K, 0.0},
 };
+#define FIRST_AFFINE 6 /* pairs[FIRST_AFFINE..] are also compared with an importance matrix */
 
 /* more of each side, for the best-at-<=4.5-bits comparison and context */
 static const char *const qtk_more[] = {
     "nvfp4",
+    "u4,block=32:bf16,offset=bf16",
+    "u4,block=64:f16,min=f16",
     "q4f,table=fit,block=32:f16",
     "q4f,table=fit,block=17:ue4m3,tensor=f32", /* 4.47 bits + the table (rows of 4096) */
     "q4f,table=fit,block=18:ue4m3,tensor=f32", /* 4.45-4.47 bits + the table */
@@ -323,7 +353,11 @@ static const qtk_calibration CAL_MSE = (qtk_calibration)2; /* QTK_CALIB_MSE */
 
 int main(int argc, char **argv) {
     const char *mnist = argc > 1 ? argv[1] : "../shared/data/burn/mnist.safetensors";
-    bool markdown = argc > 2 && strcmp(argv[2], "--markdown") == 0;
+    bool markdown = false, only_affine = false;
+    for (int i = 2; i < argc; i++) {
+        if (strcmp(argv[i], "--markdown") == 0) markdown = true;
+        else if (strcmp(argv[i], "--affine") == 0) only_affine = true; /* the affine pairs only */
+    }
     qtk_set_threads(1);
     dataset sets[3];
     int ns = 0;
@@ -346,7 +380,7 @@ int main(int argc, char **argv) {
         const dataset *d = &sets[di];
         printf("\n## %s: [%zu, %zu]\n\n", d->name, d->rows, d->cols);
         if (markdown) printf("| layout | ggml | dB | qtk minmax dB | qtk mse dB | mse - ggml | target |\n|---|---|---|---|---|---|---|\n");
-        for (size_t k = 0; k < sizeof pairs / sizeof pairs[0]; k++) {
+        for (size_t k = only_affine ? FIRST_AFFINE : 0; k < sizeof pairs / sizeof pairs[0]; k++) {
             result g, a, m;
             if (run_ggml(d, pairs[k].ggml, &g) || run_qtk(d, pairs[k].qtk, QTK_CALIB_MINMAX, "minmax", &a) ||
                 run_qtk(d, pairs[k].qtk, CAL_MSE, "mse", &m)) {
@@ -362,6 +396,25 @@ int main(int argc, char **argv) {
                 printf("%-34s %-8s %7.3f dB | qtk minmax %7.3f | mse %7.3f | %+6.3f (target %+.1f: %s)\n", pairs[k].qtk,
                        g.label + 5, g.db, a.db, m.db, m.db - g.db, pairs[k].margin, ok ? "met" : "NOT MET");
         }
+        /* the affine pairs with an importance matrix: weighted SQNR */
+        float *imat = make_imatrix(d->cols);
+        if (markdown) printf("\nwith an importance matrix (weighted SQNR)\n\n| layout | ggml dB | qtk mse dB | mse - ggml |\n|---|---|---|---|\n");
+        else printf("\nwith an importance matrix (weighted SQNR):\n");
+        for (size_t k = FIRST_AFFINE; k < sizeof pairs / sizeof pairs[0]; k++) {
+            result g, m;
+            if (run_ggml_w(d, pairs[k].ggml, imat, &g) || run_qtk_w(d, pairs[k].qtk, CAL_MSE, "mse", imat, &m)) {
+                failures++;
+                continue;
+            }
+            bool ok = m.db >= g.db + pairs[k].margin;
+            failures += !ok;
+            if (markdown) printf("| %s | %.3f | %.3f | %+.3f %s |\n", pairs[k].qtk, g.db, m.db, m.db - g.db, ok ? "met" : "NOT met");
+            else
+                printf("%-34s %-8s %7.3f dB | qtk mse %7.3f | %+6.3f (%s)  [%.3f / %.3f GB/s]\n", pairs[k].qtk, g.label + 5, g.db,
+                       m.db, m.db - g.db, ok ? "met" : "NOT MET", g.gbps, m.gbps);
+        }
+        free(imat);
+        if (only_affine) continue;
         /* best at <= 4.5 bits per element */
         result best_g = {"", 0, -INFINITY, 0}, best_q = {"", 0, -INFINITY, 0};
         printf("\n%s\n", markdown ? "| scheme | bits/elem | dB | f32 GB/s (1 thread) |\n|---|---|---|---|" : "");
