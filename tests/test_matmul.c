@@ -162,6 +162,7 @@ static bool problem_init(problem *p, const char *spec, qtk_mm_layout lay, size_t
     const qtk_layout *L = qtk_tensor_layout(p->t);
     size_t bc = lay == QTK_MM_NK ? L->block[1] : L->block[0];
     p->bx = bc >= K ? 32 : bc >= 32 ? 32 : 16;
+    if (p->s.store == QTK_STORE_GGML) p->bx = L->fields_per_unit; /* ggml's blocks: activations per block (QK) */
     references(p);
     return true;
 }
@@ -319,6 +320,71 @@ static void all_schemes_all_paths(void) {
                 problem_free(&p);
             }
     printf("  %zu matmuls checked\n", runs);
+}
+
+/* The extension's schemes (docs/affine.md): ggml's blocks on every path of every level, both
+ * layouts, within the bounds; their integer path gives the same bits at every level and thread
+ * count; and the affine mode over qtk's layouts (the generic path). */
+static const char *const GB_SCHEMES[] = {"q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
+                                         "u4,block=32:f16,offset=f16", "u8,block=16:f32,min=f32,store=native",
+                                         "u2,block=64:bf16,zero=u8", "u4,block=2x16:f16,zero=f16,store=u32:1"};
+static void ggml_blocks_and_affine(void) {
+    static const shape3 NK[] = {{1, 9, 256}, {3, 5, 512}, {17, 7, 768}, {9, 12, 256}, {64, 3, 256}};
+    static const shape3 KN[] = {{2, 256, 33}, {5, 512, 70}, {1, 256, 7}};
+    size_t runs = 0, compared = 0;
+    for (size_t si = 0; si < sizeof GB_SCHEMES / sizeof GB_SCHEMES[0]; si++)
+        for (int lay = 0; lay < 2; lay++)
+            for (size_t sh = 0; sh < (lay ? sizeof KN / sizeof KN[0] : sizeof NK / sizeof NK[0]); sh++) {
+                const shape3 *d = lay ? &KN[sh] : &NK[sh];
+                problem p;
+                if (!problem_init(&p, GB_SCHEMES[si], (qtk_mm_layout)lay, d->m, d->n, d->k, sh % 2 == 0, 77 + si * 13 + sh))
+                    continue;
+                float *y = malloc((p.M * p.N + 1) * sizeof(float)), *yint = malloc((p.M * p.N + 1) * sizeof(float));
+                bool have_int = false;
+                for (size_t ci = 0; ci < N_CONFIGS; ci++) {
+                    const config *cf = &CONFIGS[ci];
+                    if (qtk_set_isa(cf->isa) != QTK_OK) continue;
+                    qtk__mm_set_hooks(cf->hooks);
+                    qtk__mm_set_feature_mask(cf->drop);
+                    qtk__mm_set_isa_override(cf->body);
+                    for (int prec = 0; prec < 2; prec++) {
+                        qtk_mm_path path;
+                        qtk_matmul_options o = {p.lay, (qtk_precision)prec, 0};
+                        CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
+                        CHECK_OK(run(&p, (qtk_precision)prec, 1 + (int)(ci % 3), y));
+                        char what[256];
+                        snprintf(what, sizeof what, "%s layout %s M=%zu N=%zu K=%zu config %s hooks %u %s path %s",
+                                 GB_SCHEMES[si], lay ? "kn" : "nk", p.M, p.N, p.K, cf->body ? cf->body->name : qtk_isa_name(cf->isa),
+                                 cf->hooks, prec ? "fast" : "exact", qtk_mm_path_name(path));
+                        check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
+                        if (prec == 0) CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact ran integer", what);
+                        if (path == QTK_MM_PATH_INTEGER) {
+                            CHECK_MSG(p.s.store == QTK_STORE_GGML && !lay, "%s: an integer path here", what);
+                            if (!have_int) memcpy(yint, y, p.M * p.N * sizeof(float)), have_int = true;
+                            else {
+                                CHECK_MSG(memcmp(yint, y, p.M * p.N * sizeof(float)) == 0, "%s: other bits than the first level's", what);
+                                compared++;
+                            }
+                        }
+                        runs++;
+                    }
+                }
+                qtk__mm_set_feature_mask(0);
+                qtk__mm_set_hooks(0);
+                qtk__mm_set_isa_override(NULL);
+                qtk_set_isa(QTK_ISA_AUTO);
+                /* fast at M <= the limit takes the integer path for ggml's blocks in layout nk */
+                qtk_mm_path path;
+                qtk_matmul_options o = {p.lay, QTK_PRECISION_FAST, 0};
+                CHECK_OK(qtk_matmul_path(p.t, 1, &o, &path));
+                CHECK_MSG((path == QTK_MM_PATH_INTEGER) == (p.s.store == QTK_STORE_GGML && !lay), "%s layout %d: path %s",
+                          GB_SCHEMES[si], lay, qtk_mm_path_name(path));
+                free(y);
+                free(yint);
+                problem_free(&p);
+            }
+    printf("  %zu matmuls checked, %zu integer results compared bit for bit\n", runs, compared);
+    CHECK(compared > 100);
 }
 
 /* The integer path's row limit of the active level for a scheme's weight width. */
@@ -1075,6 +1141,6 @@ static void padding_codes_overflow(void) {
             }
 }
 
-TEST_MAIN("matmul", T(errors), T(integer_path_huge_scale), T(underflowing_products), T(padding_codes_overflow), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
+TEST_MAIN("matmul", T(ggml_blocks_and_affine), T(errors), T(integer_path_huge_scale), T(underflowing_products), T(padding_codes_overflow), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
           T(thread_invariance), T(dynamic_chunks), T(extreme_scales))

@@ -105,6 +105,32 @@ static void k3_scales_put(const int8_t *sc, uint8_t *S) {
 
 /* ---- unpack / pack ---- */
 
+void qtk__gb_unpack_scales(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpacked *u) {
+    switch (F->f) {
+    case QTK__GF_Q2_K:
+        for (unsigned s = 0; s < 16; s++) u->sc[s] = (int8_t)(b[s] & 15u), u->mn[s] = (uint8_t)(b[s] >> 4);
+        u->d = qtk__ld16(b + 80), u->m = qtk__ld16(b + 82);
+        break;
+    case QTK__GF_Q3_K:
+        k3_scales_get(b + 96, u->sc);
+        u->d = qtk__ld16(b + 108), u->m = 0;
+        break;
+    case QTK__GF_Q4_K:
+    case QTK__GF_Q5_K:
+        u->d = qtk__ld16(b), u->m = qtk__ld16(b + 2);
+        k4_scales_get(b + 4, u->sc, u->mn);
+        break;
+    case QTK__GF_Q6_K:
+        for (unsigned s = 0; s < 16; s++) u->sc[s] = (int8_t)b[192 + s];
+        u->d = qtk__ld16(b + 208), u->m = 0;
+        break;
+    default: /* the 32 types */
+        u->d = qtk__ld16(b);
+        u->m = F->affine ? qtk__ld16(b + 2) : 0;
+        break;
+    }
+}
+
 void qtk__gb_unpack(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpacked *u) {
     memset(u->sc, 0, sizeof u->sc);
     memset(u->mn, 0, sizeof u->mn);

@@ -17,10 +17,10 @@
 
 typedef struct {
     const float *x, *w; /* w: NULL = all 1 */
-    int n;
+    size_t n;
 } grp;
 
-static inline float wt(const grp *g, int i) { return g->w ? g->w[i] : 1.0f; }
+static inline float wt(const grp *g, size_t i) { return g->w ? g->w[i] : 1.0f; }
 
 /* t rounded to the nearest integer, ties to even, for |t| < 2^22: adding 1.5 x 2^23 rounds
  * it in the default rounding mode (lrintf is a library call on baseline x86-64). */
@@ -39,7 +39,7 @@ static inline float rne(float t) {
 /* Affine: value fl(S q + O), q in [0, Q] (S >= 0; S == 0: every field 0). */
 static double eval_affine(const grp *g, float S, float O, int Q, int8_t *q) {
     float inv = S > 0.0f ? 1.0f / S : 0.0f, fq = (float)Q, e = 0.0f;
-    for (int i = 0; i < g->n; i++) {
+    for (size_t i = 0; i < g->n; i++) {
         float x = g->x[i], t = (x - O) * inv;
         t = t < 0.0f ? 0.0f : t > fq ? fq : t;
         int c = (int)(t + 0.5f);
@@ -53,7 +53,7 @@ static double eval_affine(const grp *g, float S, float O, int Q, int8_t *q) {
 /* Symmetric: value S q with q in [lo, hi] (S of either sign). */
 static double eval_sym(const grp *g, float S, int lo, int hi, int8_t *q) {
     float inv = S != 0.0f ? 1.0f / S : 0.0f, flo = (float)lo, fhi = (float)hi, e = 0.0f;
-    for (int i = 0; i < g->n; i++) {
+    for (size_t i = 0; i < g->n; i++) {
         float x = g->x[i], t = x * inv;
         t = t < flo ? flo : t > fhi ? fhi : t;
         int c = (int)rne(t);
@@ -89,7 +89,7 @@ static bool better(double e, float a, double best, float b) {
 
 static moments moments_of(const grp *g) {
     moments m = {0, 0, 0};
-    for (int i = 0; i < g->n; i++) {
+    for (size_t i = 0; i < g->n; i++) {
         double w = wt(g, i), x = g->x[i];
         m.sw += w, m.sx += w * x, m.sxx += w * x * x;
     }
@@ -103,7 +103,7 @@ static double affine_pass(const grp *g, const moments *m, int Q, bool neg, float
                           bool *next, double *curv) {
     float inv = 1.0f / a, fq = (float)Q;
     double sq = 0, sqq = 0, sqx = 0;
-    for (int i = 0; i < g->n; i++) {
+    for (size_t i = 0; i < g->n; i++) {
         float t = (g->x[i] - c) * inv;
         t = t < 0.0f ? 0.0f : t > fq ? fq : t;
         double q = (double)(int)(t + 0.5f), w = wt(g, i);
@@ -130,7 +130,7 @@ static double affine_pass(const grp *g, const moments *m, int Q, bool neg, float
 static void fit_affine(const grp *g, int Q, bool neg, float *a_out, float *c_out, double *curv) {
     if (curv) *curv = 0.0;
     float lo = g->x[0], hi = g->x[0];
-    for (int i = 1; i < g->n; i++) lo = g->x[i] < lo ? g->x[i] : lo, hi = g->x[i] > hi ? g->x[i] : hi;
+    for (size_t i = 1; i < g->n; i++) lo = g->x[i] < lo ? g->x[i] : lo, hi = g->x[i] > hi ? g->x[i] : hi;
     if (neg && lo > 0.0f) lo = 0.0f;
     *a_out = hi > lo ? (hi - lo) / (float)Q : 0.0f, *c_out = lo;
     if (!(hi > lo)) return;
@@ -158,7 +158,7 @@ static void fit_affine(const grp *g, int Q, bool neg, float *a_out, float *c_out
 static void fit_sym(const grp *g, int lo, int hi, float *s_out, double *curv) {
     *curv = 0.0;
     float amax = 0.0f, xm = 0.0f;
-    for (int i = 0; i < g->n; i++)
+    for (size_t i = 0; i < g->n; i++)
         if (fabsf(g->x[i]) > amax) amax = fabsf(g->x[i]), xm = g->x[i];
     *s_out = amax / (float)hi;
     if (amax == 0.0f) return;
@@ -178,7 +178,7 @@ static void fit_sym(const grp *g, int lo, int hi, float *s_out, double *curv) {
             for (int it = 0; it <= LLOYD_STEPS; it++) {
                 float inv = 1.0f / s;
                 double sqx = 0, sqq = 0;
-                for (int i = 0; i < g->n; i++) {
+                for (size_t i = 0; i < g->n; i++) {
                     float u = g->x[i] * inv;
                     u = u < flo ? flo : u > fhi ? fhi : u;
                     double q = (double)rne(u), w = wt(g, i);
@@ -214,13 +214,13 @@ static void minmax_block(const qtk__gb_fmt *F, const float *x, qtk__gb_unpacked 
             u->m = f16_near(lo);
             float m = f16v(u->m), r = (hi - m) / (float)Q;
             u->d = f16_up(r > 0.0f ? r : 0.0f);
-            grp g = {x, NULL, (int)n};
+            grp g = {x, NULL, n};
             eval_affine(&g, f16v(u->d), m, Q, u->q);
         } else { /* Q5_0: d = 2 amax / 31 rounded up */
             float amax = 0.0f;
             for (unsigned i = 0; i < n; i++) amax = fabsf(x[i]) > amax ? fabsf(x[i]) : amax;
             u->d = f16_up(2.0f * amax / (float)(F->qhi - F->qlo));
-            grp g = {x, NULL, (int)n};
+            grp g = {x, NULL, n};
             eval_sym(&g, f16v(u->d), F->qlo, F->qhi, u->q);
         }
         return;
@@ -242,7 +242,7 @@ static void minmax_block(const qtk__gb_fmt *F, const float *x, qtk__gb_unpacked 
     u->m = F->affine ? f16_up(mmax / (float)F->mnhi) : 0;
     float d = f16v(u->d), dm = f16v(u->m);
     for (unsigned s = 0; s < G; s++) {
-        grp g = {x + s * n, NULL, (int)n};
+        grp g = {x + s * n, NULL, n};
         if (F->affine) {
             float mq = dm > 0.0f ? ceilf(mneed[s] / dm) : 0.0f;
             u->mn[s] = (uint8_t)(mq > (float)F->mnhi ? F->mnhi : mq);
@@ -274,7 +274,7 @@ static double block_error(const qtk__gb_fmt *F, const float *x, const float *w, 
 
 /* 32-element formats: the continuous fit, its f16 neighbours, fields nearest. */
 static void mse_block32(const qtk__gb_fmt *F, const float *x, const float *w, qtk__gb_unpacked *u) {
-    grp g = {x, w, (int)F->qk};
+    grp g = {x, w, F->qk};
     int8_t q[QTK__GB_QK_MAX];
     double best = block_error(F, x, w, u); /* the minmax block, already in u */
     if (F->affine) {
@@ -330,7 +330,7 @@ static double best_ints(const qtk__gb_fmt *F, const grp *g, float a, float b, fl
             double e_ = F->affine ? eval_affine(g, S_, -(dm * (float)mi_), F->qhi, tq) : eval_sym(g, S_, F->qlo, F->qhi, tq); \
             if (e_ < best) {                                                                                           \
                 best = e_, bs = si_, bm = mi_;                                                                         \
-                memcpy(q, tq, (size_t)g->n);                                                                           \
+                memcpy(q, tq, g->n);                                                                           \
             }                                                                                                          \
         }                                                                                                              \
     } while (0)
@@ -394,7 +394,7 @@ static void mse_block_k(const qtk__gb_fmt *F, const float *x, const float *w, qt
     float a[QTK__GB_GROUPS_MAX], b[QTK__GB_GROUPS_MAX], amax = 0.0f, bmax = 0.0f, asgn = 0.0f;
     double Wa[QTK__GB_GROUPS_MAX], Wb[QTK__GB_GROUPS_MAX];
     for (unsigned s = 0; s < G; s++) {
-        grp g = {x + s * n, w ? w + s * n : NULL, (int)n};
+        grp g = {x + s * n, w ? w + s * n : NULL, n};
         if (F->affine) {
             float c;
             fit_affine(&g, F->qhi, true, &a[s], &c, &Wa[s]);
@@ -421,7 +421,7 @@ static void mse_block_k(const qtk__gb_fmt *F, const float *x, const float *w, qt
             float d = f16v(t.d), dm = f16v(t.m);
             double e = 0.0;
             for (unsigned s = 0; s < G && e < best; s++) {
-                grp g = {x + s * n, w ? w + s * n : NULL, (int)n};
+                grp g = {x + s * n, w ? w + s * n : NULL, n};
                 e += best_ints(F, &g, a[s], b[s], d, dm, &t.sc[s], &t.mn[s], t.q + s * n);
             }
             if (e < best) best = e, *u = t;
@@ -436,4 +436,11 @@ void qtk__gb_quantize_block(const qtk__gb_fmt *F, const float *x, const float *w
         else mse_block32(F, x, w, &u);
     }
     qtk__gb_pack(F, &u, blk);
+}
+
+/* ---- for the affine mode over qtk's layouts (calib/affine.c) ---- */
+
+void qtk__fit_affine(const float *x, const float *w, size_t n, int Q, float *a, float *c) {
+    grp g = {x, w, n};
+    fit_affine(&g, Q, false, a, c, NULL);
 }

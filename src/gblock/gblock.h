@@ -45,6 +45,8 @@ QTK_INTERNAL const qtk__gb_fmt *qtk__gb_fmt_of_scheme(const qtk_scheme *s);
 
 QTK_INTERNAL void qtk__gb_unpack(const qtk__gb_fmt *F, const uint8_t *blk, qtk__gb_unpacked *u);
 QTK_INTERNAL void qtk__gb_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8_t *blk);
+/* The f16 words and the integer sub-scales and sub-mins only (the fields are left as they are). */
+QTK_INTERNAL void qtk__gb_unpack_scales(const qtk__gb_fmt *F, const uint8_t *blk, qtk__gb_unpacked *u);
 
 /* S_g and O_g of every group of an unpacked block (F->groups each); the f16 scales must be
  * finite for the values to be finite. */
@@ -66,6 +68,11 @@ QTK_INTERNAL void qtk__gb_dequant_ref(const qtk__gb_fmt *F, const uint8_t *src, 
 /* Quantizes one block of F->qk values x (weights w, NULL: all 1) into blk: calibration mse
  * when `mse`, else minmax (docs/quantizers.md). */
 QTK_INTERNAL void qtk__gb_quantize_block(const qtk__gb_fmt *F, const float *x, const float *w, bool mse, uint8_t *blk);
+
+/* The continuous (a > 0, c) of least weighted squared error for x ~ a q + c with q in [0, Q]
+ * nearest: trial scales with Lloyd steps, as the ggml formats' mse searches them (a == 0 when
+ * the group is constant: every field 0, c its value). w: NULL = all 1. */
+QTK_INTERNAL void qtk__fit_affine(const float *x, const float *w, size_t n, int Q, float *a, float *c);
 
 /* The stored offset of group g as the scheme states it (docs/affine.md: offset= m, min=
  * dmin x mn), for qtk_tensor_offsets; 0 for symmetric formats. */

@@ -67,6 +67,14 @@ QTK_INTERNAL extern const qtk__kernels qtk__kernels_avx512;
 QTK_INTERNAL void qtk__ref_absmean_rows(const qtk__plan *p, const float *x, qtk__stats *st, size_t r0, size_t r1);
 QTK_INTERNAL size_t qtk__ref_first_nonfinite(const float *x, size_t n);
 
+/* The affine mode over qtk's layouts (ref_affine.c, every level): rows [r0, r1) of a tensor
+ * (x and out point at its first element, eff and off hold every group's stored scale and
+ * offset decoded); encode ORs into zeroed values. */
+QTK_INTERNAL void qtk__affine_encode_rows(const qtk__plan *p, const float *x, const float *eff, const float *off,
+                                          uint8_t *vals, size_t r0, size_t r1);
+QTK_INTERNAL void qtk__affine_decode_rows(const qtk__plan *p, const uint8_t *vals, const float *eff, const float *off,
+                                          qtk_dtype dtype, void *out, size_t r0, size_t r1);
+
 /* The implementation chosen for this process (see dispatch.c). */
 QTK_INTERNAL const qtk__kernels *qtk__kernels_active(void);
 

@@ -4,6 +4,7 @@
 
 #include "../common/parallel.h"
 #include "../kernels/cpu.h"
+#include "../calib/affine.h"
 #include "../tensor/tensor_internal.h"
 
 #include <stdatomic.h>
@@ -107,6 +108,19 @@ static size_t int_block(const qtk__mm *c) {
 static void choose(qtk__mm *c, const qtk_matmul_options *o) {
     unsigned hooks = atomic_load(&hooks_bits);
     const qtk__mm_isa *isa = active_isa();
+    if (c->w.gb) { /* ggml's blocks: the integer kernels of their own, else tiles decoded whole */
+        c->isa = isa;
+        c->fused = false;
+        c->smode = QTK__SM_NONE;
+        bool fast = o->precision == QTK_PRECISION_FAST && c->layout == QTK_MM_NK && isa->gb_int;
+        if (fast && (c->M <= isa->gb_int_max_m || (hooks & QTK__MM_HOOK_INT_ANY_M))) {
+            c->path = QTK_MM_PATH_INTEGER;
+            c->bx = c->w.gb->qk;
+            return;
+        }
+        c->path = isa == &qtk__mm_isa_ref ? QTK_MM_PATH_REFERENCE : QTK_MM_PATH_GENERIC;
+        return;
+    }
     size_t bx = o->precision == QTK_PRECISION_FAST && c->w.p ? int_block(c) : 0;
     if (c->M > int_max_m(isa, c->w.per) && !(hooks & QTK__MM_HOOK_INT_ANY_M)) bx = 0;
     c->isa = isa;
@@ -141,7 +155,7 @@ static qtk_status prepare(qtk__mm *c) {
     const qtk__mm_isa *isa = c->isa;
     switch (c->path) {
     case QTK_MM_PATH_REFERENCE: c->ws_floats = qtk__mm_ref_ws(c); return QTK_OK;
-    case QTK_MM_PATH_INTEGER: return isa->int_prepare(c);
+    case QTK_MM_PATH_INTEGER: return c->w.gb ? qtk__mm_gb_prepare(c) : isa->int_prepare(c);
     default: break;
     }
     /* the exact path's step order (the generic decoder's natural order: sf = 0) */
@@ -224,7 +238,7 @@ static void run_range(void *ctx, size_t b, size_t e, int worker) {
 static qtk__mm_range_fn range_fn(const qtk__mm *c) {
     switch (c->path) {
     case QTK_MM_PATH_REFERENCE: return qtk__mm_ref_range;
-    case QTK_MM_PATH_INTEGER: return c->isa->nk_int;
+    case QTK_MM_PATH_INTEGER: return c->w.gb ? c->isa->gb_int : c->isa->nk_int;
     default: break;
     }
     if (c->layout == QTK_MM_KN) return c->fused ? c->isa->kn_fused : qtk__mm_gemm_kn;
@@ -331,24 +345,32 @@ static qtk_status view_tensor(const qtk_tensor *w, const qtk_matmul_options *o, 
     if (st) return st;
     size_t len = 0;
     const uint8_t *bytes = qtk_tensor_bytes(w, &len);
-    st = qtk__bytes_plan(bytes, len, L->shape, 2, qtk_tensor_scheme(w), p);
-    if (st) return st;
-    qtk__mmw_init(&c->w, p, bytes);
+    const qtk__gb_fmt *F = qtk__gb_fmt_of_scheme(qtk_tensor_scheme(w));
+    if (F) {
+        qtk__mmw_init_gb(&c->w, F, bytes, L->shape[0], L->shape[1]);
+    } else {
+        st = qtk__bytes_plan(bytes, len, L->shape, 2, qtk_tensor_scheme(w), p);
+        if (st) return st;
+        qtk__mmw_init(&c->w, p, bytes);
+    }
     c->layout = o->layout;
     c->N = n;
     c->K = k;
     return QTK_OK;
 }
 
-/* Effective scales of every group, for the paths that decode element by element. */
+/* Effective scales (and the affine mode's offsets) of every group, for the paths that decode
+ * element by element; store=ggml decodes whole blocks and needs none. */
 static qtk_status need_eff(qtk__mm *c, float **eff) {
     *eff = NULL;
-    if (c->path != QTK_MM_PATH_REFERENCE && c->path != QTK_MM_PATH_GENERIC) return QTK_OK;
+    if (c->w.gb || (c->path != QTK_MM_PATH_REFERENCE && c->path != QTK_MM_PATH_GENERIC)) return QTK_OK;
     const qtk__plan *p = c->w.p;
-    *eff = qtk__malloc((p->L.n_scales ? p->L.n_scales : 1) * sizeof(float));
+    size_t ng = p->L.n_scales ? p->L.n_scales : 1;
+    *eff = qtk__malloc((p->affine ? 2 : 1) * ng * sizeof(float));
     if (!*eff) return qtk__err(QTK_E_NOMEM, "out of memory for %zu scales", p->L.n_scales);
-    qtk_status st = qtk__bytes_scales(p, c->w.vals, *eff, NULL);
+    qtk_status st = p->affine ? qtk__affine_load(p, c->w.vals, *eff, *eff + ng) : qtk__bytes_scales(p, c->w.vals, *eff, NULL);
     c->w.eff = *eff;
+    c->w.off = p->affine ? *eff + ng : NULL;
     return st;
 }
 

@@ -19,7 +19,7 @@
 #ifndef QTK_MM_H
 #define QTK_MM_H
 
-#include "../kernels/plan.h"
+#include "../kernels/kernels.h"
 #include "qtk_matmul.h"
 
 /* Stream decoders (how a field of the stream becomes a value). */
@@ -55,6 +55,9 @@ typedef struct qtk__mmw {
     size_t R, C;            /* tensor shape */
     size_t br, bc, gc;      /* block extent along R and along C; scale groups per grid row */
     const float *eff;       /* effective scale of every group (generic path only) */
+    const float *off;       /* the affine mode: every group's stored offset (generic path only) */
+    const qtk__gb_fmt *gb;  /* store=ggml: ggml's block struct (p is NULL; row_bytes is a row's
+                             * blocks); the generic path decodes whole blocks */
     /* stream view */
     qtk__mmk kind;
     unsigned per;           /* codes per byte in the stream: 1, 2 or 4 */
@@ -140,6 +143,9 @@ typedef struct qtk__mm_isa {
     /* integer path (NULL: none at this level) */
     qtk_status (*int_prepare)(qtk__mm *c);
     qtk__mm_range_fn nk_int;
+    /* store=ggml's integer path (mm_gb.c; NULL: none at this level), up to this many rows of x */
+    qtk__mm_range_fn gb_int;
+    size_t gb_int_max_m;
     /* the stream: fields per step, their order in a step, how a step finds its scales (for
      * rows of len fields), and the fused kernels' scratch (floats per thread) */
     size_t (*step)(const qtk__mmw *w);
@@ -161,6 +167,8 @@ QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_avx512;
 
 /* Fills the view of a validated rank-2 tensor (stream and integer views included). */
 QTK_INTERNAL void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes);
+/* The view of a validated rank-2 store=ggml tensor of shape [R, C]. */
+QTK_INTERNAL void qtk__mmw_init_gb(qtk__mmw *w, const qtk__gb_fmt *F, const uint8_t *bytes, size_t R, size_t C);
 /* Activations row x (k values) into step order (field perm[j] of each step of sf at j; sf = 0:
  * natural order), zero-padded to kp; returns false if some |x| >= 2^90 or is not finite. */
 QTK_INTERNAL bool qtk__mm_permute_steps(const float *x, size_t k, const uint16_t *perm, size_t sf, float *dst, size_t kp);
@@ -203,6 +211,18 @@ QTK_INTERNAL void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, 
  * stream this many bytes ahead, their scales (a stream of their own) this many rows. */
 #define QTK__MM_PF_BYTES 4096u
 #define QTK__MM_PF_ROWS 16u
+
+/* ---- mm_gb.c: store=ggml's integer path ---- */
+
+/* rows of x a store=ggml integer kernel takes at once, and the path's default row limit */
+#define QTK__MM_GB_MAX_M 8u
+
+/* Quantizes x for ggml's blocks (mm_gb.c has the layout) into c->xq, c->xs, c->xc. */
+QTK_INTERNAL qtk_status qtk__mm_gb_prepare(qtk__mm *c);
+/* The scalar kernel: the bits every level gives. */
+QTK_INTERNAL void qtk__mm_gb_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws);
+/* The AVX2 vector kernel (mm_avx2.c), which the AVX-512 level runs too. */
+QTK_INTERNAL void qtk__mm_gb_int_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 
 /* ---- mm_gemm.c: tiled drivers over isa->decode and isa->ukr ---- */
 

@@ -32,4 +32,6 @@ static void nk_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) { nk_int_d
 #endif
 #undef MV_IT
 
+#include "mm_body_gb.h"
+
 #include "mm_isa.h"

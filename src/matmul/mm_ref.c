@@ -8,8 +8,32 @@
  * that no compiler contracts them into FMAs: the reference gives the same bits everywhere. */
 #include "mm.h"
 
+/* store=ggml: the blocks holding columns [c0, c0 + nc) of row r, decoded whole (by the kernels'
+ * block decoder: the same values at every level) */
+static void decode_gb(const qtk__mmw *w, size_t r, size_t c0, size_t nc, float *dst) {
+    const qtk__gb_fmt *F = w->gb;
+    const qtk__kernels *k = qtk__kernels_active();
+    void (*dq)(const qtk__gb_fmt *, const uint8_t *, size_t, float *) = k->gb_dequant ? k->gb_dequant : qtk__gb_dequant_ref;
+    const uint8_t *row = w->vals + r * w->row_bytes;
+    size_t b0 = c0 / F->qk, b1 = qtk__ceil_div(c0 + nc, F->qk);
+    if (c0 % F->qk == 0 && nc % F->qk == 0) {
+        dq(F, row + b0 * F->bytes, b1 - b0, dst);
+        return;
+    }
+    float tmp[QTK__GB_QK_MAX];
+    for (size_t b = b0; b < b1; b++) {
+        dq(F, row + b * F->bytes, 1, tmp);
+        size_t lo = b * F->qk, from = lo > c0 ? lo : c0, to = lo + F->qk < c0 + nc ? lo + F->qk : c0 + nc;
+        memcpy(dst + (from - c0), tmp + (from - lo), (to - from) * sizeof(float));
+    }
+}
+
 void qtk__mm_decode_elems(const qtk__mmw *w, size_t r, size_t c0, size_t nc, float *dst) {
     const qtk__plan *p = w->p;
+    if (w->gb) {
+        decode_gb(w, r, c0, nc, dst);
+        return;
+    }
     if (!p) { /* dense f32 weights */
         memcpy(dst, w->vals + (r * w->C + c0) * sizeof(float), nc * sizeof(float));
         return;
@@ -20,7 +44,8 @@ void qtk__mm_decode_elems(const qtk__mmw *w, size_t r, size_t c0, size_t nc, flo
         size_t c = c0 + j;
         uint32_t code = p->pack_last ? qtk__field_get(p, w->vals, ri.unit_base + c / p->fpu, (unsigned)(c % p->fpu))
                                      : qtk__field_get(p, w->vals, ri.unit_base + c, ri.slot);
-        dst[j] = qtk__decode_elem(p, code) * w->eff[ri.scale_base + c / p->blk_last];
+        size_t g = ri.scale_base + c / p->blk_last;
+        dst[j] = p->affine ? qtk__decode_affine(p, code, w->eff[g], w->off[g]) : qtk__decode_elem(p, code) * w->eff[g];
     }
 }
 
@@ -97,6 +122,8 @@ const qtk__mm_isa qtk__mm_isa_ref = {
     .ukr = NULL,
     .int_prepare = qtk__mm_int_prepare_ref,
     .nk_int = qtk__mm_int_ref_range,
+    .gb_int = qtk__mm_gb_ref_range,
+    .gb_int_max_m = QTK__MM_GB_MAX_M,
     .step = NULL,
     .order = NULL,
     .stream_mode = NULL,

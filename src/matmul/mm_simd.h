@@ -23,4 +23,6 @@ static void nk_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     else nk_int_mad(c, n0, n1, ws);
 }
 
+#include "mm_body_gb.h"
+
 #include "mm_isa.h"

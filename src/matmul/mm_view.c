@@ -52,9 +52,10 @@ void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
     w->bc = p->L.block[1] ? p->L.block[1] : 1;
     w->gc = p->L.grid[1];
 
-    /* stream view: one field per unit, or fields packed along the last axis */
+    /* stream view: one field per unit, or fields packed along the last axis (the affine mode:
+     * none, the generic path decodes it with its offsets) */
     w->kind = QTK__MMK_NONE;
-    if (!(p->fpu == 1 || p->L.pack_axis == 1)) return;
+    if (p->affine || !(p->fpu == 1 || p->L.pack_axis == 1)) return;
     unsigned cw = p->fpu == 1 ? 8u : p->bits;
     w->per = 8u / cw;
     w->row_bytes = p->L.storage_shape[1] * p->unit_bytes;
@@ -80,6 +81,17 @@ void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
         w->pad = (uint8_t)(w->kind == QTK__MMK_T4 ? z * 0x11u : w->kind == QTK__MMK_T2 ? z * 0x55u : z);
     }
     w->int_ok = integer_view(w, p);
+}
+
+void qtk__mmw_init_gb(qtk__mmw *w, const qtk__gb_fmt *F, const uint8_t *bytes, size_t R, size_t C) {
+    memset(w, 0, sizeof *w);
+    w->gb = F;
+    w->vals = bytes;
+    w->R = R, w->C = C;
+    w->br = 1, w->bc = F->sub, w->gc = C / F->sub;
+    w->kind = QTK__MMK_NONE;
+    w->row_bytes = C / F->qk * F->bytes;
+    w->global = 1.0f;
 }
 
 bool qtk__mm_permute_steps(const float *x, size_t k, const uint16_t *perm, size_t sf, float *dst, size_t kp) {

@@ -141,6 +141,28 @@ MV_AI mvm8 mvi_test8(mvi w, int8_t c) {
 MV_AI mvi mvi_blend8(mvm8 m, mvi a, mvi b) { return _mm256_blendv_epi8(a, b, m); }
 MV_AI mvi mvi_sad(mvi v) { return _mm256_sad_epu8(v, _mm256_setzero_si256()); }
 
+MV_AI mvi mvi_madd16(mvi a, mvi b) { return _mm256_madd_epi16(a, b); }
+MV_AI int32_t mvi_hsum(mvi v) {
+    __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));
+    s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0xb1));
+    return _mm_cvtsi128_si32(s);
+}
+/* 16-byte lane k gets s[k] in its eight int16 */
+MV_AI mvi mvi_bcast16x(const int16_t *s) { return _mm256_set_m128i(_mm_set1_epi16(s[1]), _mm_set1_epi16(s[0])); }
+/* the 16 bytes at p in both halves (reads 16 bytes) */
+MV_AI mvi mvi_load16x2(const uint8_t *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)); }
+/* the low half of a, the high half of b */
+MV_AI mvi mvi_half_blend(mvi a, mvi b) { return _mm256_permute2x128_si256(a, b, 0x30); }
+/* byte j is 0xff when bit j of m is set, else 0: byte j / 8 of m into byte j, tested against bit j % 8 */
+MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3,
+                                          3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), shuf);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+}
+
 /* a macro: GCC deletes a wrapper function around a prefetch as side-effect free */
 #define mv_prefetch(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 

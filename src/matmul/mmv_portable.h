@@ -306,6 +306,44 @@ MV_AI mvi mvi_sad(mvi v) {
     return r;
 }
 
+/* pmaddwd: int32 lanes, the sums of the products of their two int16 in a and b */
+MV_AI mvi mvi_madd16(mvi a, mvi b) {
+    mvh_ x = mv_h(a), y = mv_h(b);
+    mvi r = {0};
+    MV_LANES r[l_] = (int32_t)x[2 * l_] * y[2 * l_] + (int32_t)x[2 * l_ + 1] * y[2 * l_ + 1];
+    return r;
+}
+/* the sum of the int32 lanes (wrapping) */
+MV_AI int32_t mvi_hsum(mvi v) {
+    uint32_t s = 0;
+    MV_LANES s += (uint32_t)v[l_];
+    return (int32_t)s;
+}
+/* 16-byte lane k gets s[k] in its eight int16 */
+MV_AI mvi mvi_bcast16x(const int16_t *s) {
+    mvh_ r = {0};
+    for (int i = 0; i < 2 * MV_L; i++) r[i] = s[i / 8];
+    return mv_ih(r);
+}
+/* the 16 bytes at p in every 16-byte lane (reads 16 bytes) */
+MV_AI mvi mvi_load16x2(const uint8_t *p) {
+    mvb_ r = {0};
+    MV_BYTES r[b_] = (int8_t)p[b_ & 15];
+    return mv_i(r);
+}
+/* the first half of a's bytes, then the second half of b's */
+MV_AI mvi mvi_half_blend(mvi a, mvi b) {
+    mvb_ x = mv_b(a), y = mv_b(b), r = {0};
+    MV_BYTES r[b_] = b_ < MV_B / 2 ? x[b_] : y[b_];
+    return mv_i(r);
+}
+/* byte j is 0xff when bit j of m is set, else 0 (bytes from 32 on: 0) */
+MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
+    mvb_ r = {0};
+    MV_BYTES r[b_] = b_ < 32 && ((m >> (b_ & 31)) & 1u) ? -1 : 0;
+    return mv_i(r);
+}
+
 #define mv_prefetch(p) __builtin_prefetch((const void *)(p), 0, 3)
 
 #endif

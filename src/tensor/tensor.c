@@ -2,6 +2,7 @@
  * dequantize. */
 #include "tensor_internal.h"
 
+#include "../calib/affine.h"
 #include "../calib/calibrate.h"
 #include "../calib/mse.h"
 #include "../exec/exec.h"
@@ -99,7 +100,9 @@ static qtk_status quantize_into(const float *x, const size_t *shape, int rank, c
     qtk__weights wts = {0};
     if (!st) st = qtk__weights_resolve(p, &o, &wts);
     uint8_t *d = dst;
-    if (!st && o.scales) {
+    if (!st && p->affine) {
+        st = qtk__affine_quantize(p, x, &o, &wts, o.threads, d); /* docs/affine.md §2 */
+    } else if (!st && o.scales) {
         size_t bad = qtk__ref_first_nonfinite(x, p->L.numel);
         if (bad != SIZE_MAX) st = qtk__nonfinite_error(p, x[bad], bad, "input value");
         if (!st) st = qtk__scales_alloc(p, &sc);
@@ -263,7 +266,9 @@ static qtk_status check_native_fields(const qtk__plan *p, const uint8_t *b) {
     const char *store = p->s.store == QTK_STORE_NATIVE ? "native" : "packed";
     for (size_t i = 0; i < p->L.numel; i++) {
         bool ok;
-        if (p->native_int) {
+        if (p->native_int && p->unsig) {
+            ok = b[i] <= p->mask;
+        } else if (p->native_int) {
             int v = (int8_t)b[i];
             ok = v >= -(1 << (p->bits - 1)) && v < (1 << (p->bits - 1));
         } else {
@@ -273,7 +278,7 @@ static qtk_status check_native_fields(const qtk__plan *p, const uint8_t *b) {
             char ib[256];
             return qtk__err(QTK_E_VALUE, "%s field at %s is 0x%02x, which is not a %u-bit %s", store,
                             qtk__index_str(p, i, ib, sizeof ib), b[i], p->bits,
-                            p->native_int ? "signed field (sign-extended to a byte)" : "field");
+                            p->native_int && !p->unsig ? "signed field (sign-extended to a byte)" : "field");
         }
     }
     return QTK_OK;
@@ -305,6 +310,7 @@ qtk_status qtk_bytes_check(const void *bytes, size_t len, const size_t *shape, i
     if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     qtk_status st = qtk__bytes_plan(bytes, len, shape, rank, s, p);
     if (!st) st = qtk__bytes_scales(p, bytes, NULL, NULL);
+    if (!st && p->affine) st = qtk__affine_load(p, bytes, NULL, NULL);
     if (!st) st = check_native_fields(p, bytes);
     qtk__free(p);
     return st;
@@ -415,7 +421,7 @@ static qtk_status dequantize_plan(const qtk__plan *p, const uint8_t *b, bool val
     } else {
         st = qtk__bytes_scales(p, b, NULL, &g);
     }
-    if (!st) st = qtk__exec_decode(p, b, g, dtype, out, 0);
+    if (!st) st = p->affine ? qtk__affine_dequantize(p, b, dtype, out, 0) : qtk__exec_decode(p, b, g, dtype, out, 0);
     qtk__fpenv_leave(&fe);
     return st;
 }
