@@ -101,6 +101,15 @@ static const pair PAIRS[] = {
     {"nvfp4", GGML_TYPE_NVFP4, "e2m1,block=16:ue4m3"},
     {"iq4_nl", GGML_TYPE_IQ4_NL, "q4f,table=iq4nl,block=32:f16"},
     {"tq2_0", GGML_TYPE_TQ2_0, "q2s,block=256:f16"},
+    /* ggml's own blocks (docs/affine.md) */
+    {"q4_1", GGML_TYPE_Q4_1, "q4_1"},
+    {"q5_0", GGML_TYPE_Q5_0, "q5_0"},
+    {"q5_1", GGML_TYPE_Q5_1, "q5_1"},
+    {"q2_k", GGML_TYPE_Q2_K, "q2_k"},
+    {"q3_k", GGML_TYPE_Q3_K, "q3_k"},
+    {"q4_k", GGML_TYPE_Q4_K, "q4_k"},
+    {"q5_k", GGML_TYPE_Q5_K, "q5_k"},
+    {"q6_k", GGML_TYPE_Q6_K, "q6_k"},
 };
 #define NPAIRS (sizeof PAIRS / sizeof PAIRS[0])
 
@@ -200,7 +209,8 @@ static void usage(void) {
     fputs("usage: bench_ggml [--reps R] [--threads T1,T2,...] [--pairs p1,p2,...] [--shapes i,j,...]\n"
           "  --reps R     interleaved rounds; each variant keeps its best (default 20; GEMM: R/4, at least 3)\n"
           "  --threads    thread counts (default 1,2)\n"
-          "  --pairs      ggml type names among q4_0,q8_0,mxfp4,nvfp4,iq4_nl,tq2_0 (default all)\n"
+          "  --pairs      ggml type names among q4_0,q8_0,mxfp4,nvfp4,iq4_nl,tq2_0,q4_1,q5_0,q5_1,q2_k,q3_k,q4_k,\n"
+          "               q5_k,q6_k (default all)\n"
           "  --shapes     indices into 0:4096x4096/1 1:4096x4096/64 2:14336x4096/1 3:14336x4096/64\n"
           "               4:4096x11008/1 (N x K / M; default all)\n",
           stderr);

@@ -213,6 +213,8 @@ static void release(qtk__mm *c) {
     qtk__free(c->xq);
     qtk__free(c->xs);
     qtk__free(c->xc);
+    qtk__free(c->xb);
+    c->xb = NULL;
     c->xp = c->xt = c->xs = NULL;
     c->xq = NULL;
     c->xc = NULL;

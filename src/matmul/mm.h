@@ -107,6 +107,8 @@ typedef struct qtk__mm {
     int8_t *xq;         /* [M][kq] int8 in the kernel's order */
     float *xs;          /* scales: per block (portable) or per lane (SIMD), see the kernels */
     int32_t *xc;        /* SIMD: per-lane offset corrections (see mm_avx512_int.c) */
+    int16_t *xb;        /* store=ggml: each block's per-group sums of q (mm_gb.h) */
+    size_t xb_ld;
     size_t xs_ld, xc_ld;/* per-row strides of xs and xc */
     float xs_max;       /* integer path: the largest activation scale (NaN aside) */
     int ivar;           /* integer path: the flavour of dot product (mm_body_int.h) */

@@ -1,16 +1,17 @@
 /* mm_body_gb.h — store=ggml's integer path (mm_gb.h) written once over the vocabulary, for
  * integer vectors of MV_B = 16 or 32 bytes (the portable level; AVX2, whose kernel the AVX-512
- * level runs too). Included by mm_body.h's including files after the vocabulary.
+ * level runs too). Included by the per-level files after the vocabulary.
  *
- * A block's fields become vectors of unsigned bytes in plane order (the activations' layout):
- * for the K types, plane p of a window of MV_B bytes is one load of the low- or high-nibble /
- * 2-bit plane, with the 5th / 3rd / high bits merged from their masks; each is multiplied by
- * the activations (pmaddubsw: unsigned fields by int8) and by its groups' sub-scales (pmaddwd
- * with the int16 scale of each 16-byte lane), and one horizontal sum per block gives the
- * integer of mm_gb.h (the symmetric types' unsigned fields are value + 4 or + 32: the offset
- * is taken back with the activations' per-16 sums). The 32 types: the 32 nibbles (and 5th
- * bits) in element order, one pmaddubsw + pmaddwd by ones, one sum. Then mm_gb.h's scalar
- * arithmetic, the same at every level. */
+ * A K block's fields become vectors of unsigned bytes in plane order (the activations'
+ * layout): a window of MV_B bytes of the low- or high-nibble or 2-bit plane is one load, with
+ * the 5th / 3rd / high bits merged from their masks; it is multiplied by the activations
+ * (pmaddubsw: unsigned fields by int8) and by the sub-scale of each of its 16-byte lanes
+ * (pmaddwd; the lanes' int16 scales picked by one pshufb from the block's 8 or 16 sub-scales).
+ * One horizontal sum per block gives Σ sc Σ u q; the mins (affine) and the symmetric types'
+ * field offsets (the unsigned field is the value + 4 or + 32) come from the activations' per-
+ * group sums by one more pmaddwd. The 32 types: the block's 32 fields in element order, one
+ * pmaddubsw + pmaddwd by ones, one sum. Then mm_gb.h's scalar arithmetic, the same at every
+ * level. */
 
 #include "mm_gb.h"
 
@@ -18,20 +19,61 @@
 
 #define GB_NV (256 / MV_B) /* vectors of a K block */
 
-/* A K block's fields (u) and the int16 sub-scales of each 16-byte lane (s16), plane order. */
-MV_AI void gb_k_vectors(const qtk__gfmt f, const qtk__gb_fmt *F, const uint8_t *blk, const qtk__gb_unpacked *sc, mvi *u,
-                        mvi *s16) {
-    int16_t S[16];
+
+static const unsigned gb_bytes[QTK__GF_COUNT] = {20, 22, 24, 84, 110, 144, 176, 210};
+
+/* ---- the integer scales of a K block, from their packings (GGUF.md §2.15) ---- */
+
+/* Q4_K/Q5_K: 8 six-bit scales and mins in 12 bytes, as the bytes of two u64 */
+MV_AI void gb_scales_k4(const uint8_t *S, uint64_t *sc, uint64_t *mn) {
+    const uint32_t w0 = qtk__ld32(S), w1 = qtk__ld32(S + 4), w2 = qtk__ld32(S + 8);
+    *sc = (uint64_t)(w0 & 0x3f3f3f3fu) | (uint64_t)((w2 & 0x0f0f0f0fu) | ((w0 >> 2) & 0x30303030u)) << 32;
+    *mn = (uint64_t)(w1 & 0x3f3f3f3fu) | (uint64_t)(((w2 >> 4) & 0x0f0f0f0fu) | ((w1 >> 2) & 0x30303030u)) << 32;
+}
+/* Q3_K: 16 six-bit scales biased by 32 in 12 bytes, as the bytes of two u64 */
+MV_AI void gb_scales_k3(const uint8_t *S, uint64_t *lo, uint64_t *hi) {
+    const uint32_t w0 = qtk__ld32(S), w1 = qtk__ld32(S + 4), w2 = qtk__ld32(S + 8);
+    *lo = (uint64_t)((w0 & 0x0f0f0f0fu) | ((w2 << 4) & 0x30303030u)) |
+          (uint64_t)((w1 & 0x0f0f0f0fu) | ((w2 << 2) & 0x30303030u)) << 32;
+    *hi = (uint64_t)(((w0 >> 4) & 0x0f0f0f0fu) | (w2 & 0x30303030u)) |
+          (uint64_t)(((w1 >> 4) & 0x0f0f0f0fu) | ((w2 >> 2) & 0x30303030u)) << 32;
+}
+
+/* The int16 sub-scales of the two 16-byte lanes of the window at byte j of plane p. */
+MV_AI mvi gb_window_scales(const qtk__gfmt f, const mvi set0, const mvi set1, unsigned p, unsigned j) {
+    const unsigned g0 = qtk__gb_plane_group(f, p, j), g1 = MV_B == 32 ? qtk__gb_plane_group(f, p, j + 16) : g0;
+    return mvi_pick16(g0 < 8 ? set0 : set1, g0 % 8, g1 % 8); /* both lanes' groups share one set of 8 */
+}
+
+/* Σ of set x the block's 8 group sums at xb, and of set1 x the next 8 (set1: NULL) */
+MV_AI int32_t gb_group_dot(mvi set0, const mvi *set1, const int16_t *xb) {
+    mvi a = mvi_madd16(set0, mvi_load16z(xb));
+    if (set1) a = mvi_add(a, mvi_madd16(*set1, mvi_load16z(xb + 8)));
+    return mvi_hsum(a);
+}
+
+/* One K block against one row of activations: Σ sc Σ u q over the block (u unsigned). */
+MV_AI int32_t gb_k_dot(const mvi *u, const mvi *s16, const int8_t *xq) {
+    mvi a = mvi_zero();
+    MV_UNROLL
+    for (unsigned i = 0; i < GB_NV; i++) a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B)), s16[i]));
+    return mvi_hsum(a);
+}
+
+/* A K block's fields (u) and their windows' scales (s16), plane order; the integers it needs
+ * for the corrections: sc, mn (bytes), sets (the scales as int16). */
+MV_AI void gb_k_block(const qtk__gfmt f, const uint8_t *blk, mvi *u, mvi *s16, mvi *set0, mvi *set1, mvi *mn0, mvi *mn1) {
     const mvi m4 = mvi_set1_8(0x0f), m2 = mvi_set1_8(0x03);
-    const unsigned planes = qtk__gb_planes(F), pb = 256 / planes;
-    for (unsigned p = 0; p < planes; p++)
-        for (unsigned k = 0; k < pb / 16; k++) S[p * (pb / 16) + k] = sc->sc[qtk__gb_plane_group(F, p, 16 * k)];
     unsigned v = 0;
     switch (f) {
     case QTK__GF_Q4_K:
     case QTK__GF_Q5_K: {
         const bool five = f == QTK__GF_Q5_K;
         const uint8_t *qs = blk + (five ? 48 : 16), *qh = blk + 16;
+        uint64_t sc, mn;
+        gb_scales_k4(blk + 4, &sc, &mn);
+        *set0 = *set1 = mvi_set16x8_u64(sc);
+        *mn0 = mvi_set16x8_u64(mn);
         MV_UNROLL
         for (unsigned p = 0; p < 2; p++)
             MV_UNROLL
@@ -42,11 +84,14 @@ MV_AI void gb_k_vectors(const qtk__gfmt f, const qtk__gb_fmt *F, const uint8_t *
                     x = mvi_or(x, mvi_and(mvi_test8(h, (int8_t)(1u << (2 * (j / 32) + p))), mvi_set1_8(0x10)));
                 }
                 u[v] = x;
+                s16[v] = gb_window_scales(f, *set0, *set1, p, j);
             }
         break;
     }
     case QTK__GF_Q6_K: {
         const uint8_t *ql = blk, *qh = blk + 128;
+        const int8_t *s8 = (const int8_t *)(blk + 192);
+        *set0 = mvi_set16x8s(s8), *set1 = mvi_set16x8s(s8 + 8);
         MV_UNROLL
         for (unsigned p = 0; p < 2; p++)
             MV_UNROLL
@@ -55,6 +100,7 @@ MV_AI void gb_k_vectors(const qtk__gfmt f, const qtk__gb_fmt *F, const uint8_t *
                 mvi raw = mvi_loadu(ql + j), lo = p ? mvi_and(mvi_srli(raw, 4), m4) : mvi_and(raw, m4);
                 mvi hb = mvi_loadu(qh + 32 * h + j % 32);
                 u[v] = mvi_or(lo, mvi_slli(mvi_and(mvi_srli(hb, 2 * g), m2), 4));
+                s16[v] = gb_window_scales(f, *set0, *set1, p, j);
             }
         break;
     }
@@ -63,6 +109,15 @@ MV_AI void gb_k_vectors(const qtk__gfmt f, const qtk__gb_fmt *F, const uint8_t *
     default: {
         const bool three = f == QTK__GF_Q3_K;
         const uint8_t *qs = blk + (three ? 32 : 16), *hm = blk;
+        if (three) {
+            uint64_t lo, hi;
+            gb_scales_k3(blk + 96, &lo, &hi);
+            const mvi bias = mvi_set1_16(-32);
+            *set0 = mvi_add16(mvi_set16x8_u64(lo), bias), *set1 = mvi_add16(mvi_set16x8_u64(hi), bias);
+        } else {
+            mvi_sets16_nib(blk, 0, set0, set1);
+            mvi_sets16_nib(blk, 4, mn0, mn1);
+        }
         MV_UNROLL
         for (unsigned p = 0; p < 4; p++)
             MV_UNROLL
@@ -73,12 +128,11 @@ MV_AI void gb_k_vectors(const qtk__gfmt f, const qtk__gb_fmt *F, const uint8_t *
                     x = mvi_or(x, mvi_and(mvi_test8(h, (int8_t)(1u << (4 * (j / 32) + p))), mvi_set1_8(0x04)));
                 }
                 u[v] = x;
+                s16[v] = gb_window_scales(f, *set0, *set1, p, j);
             }
         break;
     }
     }
-    MV_UNROLL
-    for (unsigned i = 0; i < GB_NV; i++) s16[i] = mvi_bcast16x(S + i * (MV_B / 16));
 }
 
 /* A 32 block's fields in element order (32 / MV_B vectors). */
@@ -101,61 +155,167 @@ MV_AI void gb_32_vectors(const qtk__gfmt f, const uint8_t *blk, mvi *u) {
     }
 }
 
-/* Rows [n0, n1) of W in format f (a constant in each instantiation). */
-MV_AI void gb_rows(const qtk__gfmt f, const qtk__mm *c, size_t n0, size_t n1) {
-    const qtk__gb_fmt *F = qtk__gb_fmt_of(f);
-    const bool k = f >= QTK__GF_Q2_K; /* the K types (a constant here) */
-    const size_t qk = k ? 256 : 32, nb = c->K / qk, per = k ? 16 : 1, M = c->M;
-    qtk__gb_unpacked sc;
-    memset(&sc, 0, sizeof sc);
-    for (size_t n = n0; n < n1; n++)
-        for (size_t m0 = 0; m0 < M; m0 += QTK__MM_GB_MAX_M) { /* rows of x a chunk at a time */
+/* qtk__gb_term_f where no product can overflow (the clamps would change nothing) */
+MV_AI float gb_term_noclamp(bool affine, bool sub, float d, float m, float sx, int32_t isum, int32_t msum) {
+    float a = d * sx, t = a * (float)isum;
+    if (!affine) return t;
+    float b = m * sx, t2 = b * (float)msum;
+    return sub ? t - t2 : t + t2;
+}
+
+/* Rows [n0, n1) of W in format f (a constant in each instantiation). Blocks go GB_BATCH at a
+ * time: their integer sums reduced together (mvi_hsum8), then mm_gb.h's arithmetic per block
+ * and per batch (qtk__gb_batch). */
+MV_AI void gb_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
+    const bool k = f >= QTK__GF_Q2_K; /* the K types */
+    const bool affine = f == QTK__GF_Q4_1 || f == QTK__GF_Q5_1 || f == QTK__GF_Q2_K || f == QTK__GF_Q4_K || f == QTK__GF_Q5_K;
+    const bool min_sub = k && affine; /* the K types subtract their mins; Q4_1/Q5_1 add m */
+    const size_t qk = k ? 256 : 32, bytes = gb_bytes[f], nb = c->K / qk, G = k ? (f == QTK__GF_Q4_K || f == QTK__GF_Q5_K ? 8 : 16) : 1;
+    /* the f16 words: d and m/dmin */
+    const size_t d_at = f == QTK__GF_Q2_K ? 80 : f == QTK__GF_Q3_K ? 108 : f == QTK__GF_Q6_K ? 208 : 0;
+    for (size_t n = n0; n < n1; n++) {
         const uint8_t *row = c->w.vals + n * c->w.row_bytes;
-        const size_t mc = M - m0 < QTK__MM_GB_MAX_M ? M - m0 : QTK__MM_GB_MAX_M;
-        float acc[QTK__MM_GB_MAX_M];
-        for (size_t m = 0; m < mc; m++) acc[m] = 0.0f;
-        for (size_t b = 0; b < nb; b++) {
-            const uint8_t *blk = row + b * F->bytes;
-            mv_prefetch(blk + QTK__MM_PF_BYTES);
-            mvi u[GB_NV], s16[GB_NV];
-            qtk__gb_unpack_scales(F, blk, &sc);
-            if (k) gb_k_vectors(f, F, blk, &sc, u, s16);
-            else gb_32_vectors(f, blk, u);
-            for (size_t mi = 0; mi < mc; mi++) {
-                const size_t m = m0 + mi;
-                const int8_t *xq = c->xq + m * c->kq + b * qk;
-                const int32_t *xc = c->xc + m * c->xc_ld + b * per;
-                int32_t isum, msum = 0;
-                if (k) {
-                    mvi a = mvi_zero();
-                    MV_UNROLL
-                    for (unsigned i = 0; i < GB_NV; i++)
-                        a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B)), s16[i]));
-                    int32_t corr;
-                    qtk__gb_k_sums(F, sc.sc, sc.mn, xc, &corr, &msum);
-                    isum = mvi_hsum(a) - corr;
-                } else {
-                    mvi a = mvi_zero();
-                    MV_UNROLL
-                    for (unsigned i = 0; i < 32 / MV_B; i++) a = mvi_add(a, mvi_madd1(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B))));
-                    isum = mvi_hsum(a);
-                    if (f == QTK__GF_Q5_0) isum -= 16 * xc[0]; /* the value is the field - 16 */
-                    else msum = xc[0];
+        for (size_t m0 = 0; m0 < M; m0 += QTK__MM_GB_MAX_M) { /* rows of x a chunk at a time */
+            const size_t mc = M - m0 < QTK__MM_GB_MAX_M ? M - m0 : QTK__MM_GB_MAX_M;
+            float acc[QTK__MM_GB_MAX_M];
+            for (size_t mi = 0; mi < mc; mi++) acc[mi] = 0.0f;
+            for (size_t b0 = 0; b0 < nb; b0 += GB_BATCH) {
+                const size_t nbb = nb - b0 < GB_BATCH ? nb - b0 : GB_BATCH;
+                float d[GB_BATCH] = {0}, dm[GB_BATCH] = {0};
+                mvi ai[QTK__MM_GB_MAX_M][GB_BATCH], am[QTK__MM_GB_MAX_M][GB_BATCH];
+                for (size_t bb = 0; bb < nbb; bb++) {
+                    const size_t b = b0 + bb;
+                    const uint8_t *blk = row + b * bytes;
+                    /* every line of the block, QTK__MM_PF_BYTES ahead (blocks are not lines) */
+                    for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
+                    d[bb] = mv_f16(qtk__ld16(blk + d_at));
+                    if (affine) dm[bb] = mv_f16(qtk__ld16(blk + d_at + 2));
+                    mvi u[GB_NV], s16[GB_NV], set0 = mvi_zero(), set1 = mvi_zero(), mn0 = mvi_zero(), mn1 = mvi_zero();
+                    if (k) gb_k_block(f, blk, u, s16, &set0, &set1, &mn0, &mn1);
+                    else gb_32_vectors(f, blk, u);
+                    for (size_t mi = 0; mi < mc; mi++) {
+                        const size_t m = m0 + mi;
+                        const int8_t *xq = c->xq + m * c->kq + b * qk;
+                        const int16_t *xb = c->xb + m * c->xb_ld + b * G;
+                        mvi a = mvi_zero(), g = mvi_zero();
+                        if (k) {
+                            MV_UNROLL
+                            for (unsigned i = 0; i < GB_NV; i++)
+                                a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B)), s16[i]));
+                            if (f == QTK__GF_Q4_K || f == QTK__GF_Q5_K) {
+                                g = mvi_madd16(mn0, mvi_load16z(xb));
+                            } else if (f == QTK__GF_Q2_K) {
+                                g = mvi_add(mvi_madd16(mn0, mvi_load16z(xb)), mvi_madd16(mn1, mvi_load16z(xb + 8)));
+                            } else { /* the fields are the values + 32 (Q6_K) or + 4 (Q3_K): Σ sc x sums */
+                                g = mvi_add(mvi_madd16(set0, mvi_load16z(xb)), mvi_madd16(set1, mvi_load16z(xb + 8)));
+                            }
+                        } else {
+                            MV_UNROLL
+                            for (unsigned i = 0; i < 32 / MV_B; i++) a = mvi_add(a, mvi_madd1(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B))));
+                        }
+                        ai[mi][bb] = a, am[mi][bb] = g;
+                    }
                 }
-                float t = qtk__gb_term(F, sc.d, sc.m, c->xs[m * c->xs_ld + b], isum, msum);
-                acc[mi] = acc[mi] + t;
+                for (size_t mi = 0; mi < mc; mi++) {
+                    const size_t m = m0 + mi;
+                    const int16_t *xb = c->xb + m * c->xb_ld + b0 * G;
+                    int32_t isum[GB_BATCH], msum[GB_BATCH], gs[GB_BATCH];
+                    for (size_t bb = nbb; bb < GB_BATCH; bb++) ai[mi][bb] = am[mi][bb] = mvi_zero();
+                    mvi_hsum8(ai[mi], isum);
+                    if (k) mvi_hsum8(am[mi], gs);
+                    for (size_t bb = 0; bb < GB_BATCH; bb++) {
+                        int32_t x = bb < nbb ? xb[bb * G] : 0;
+                        if (k && affine) msum[bb] = gs[bb];
+                        else if (k) msum[bb] = 0, isum[bb] -= (f == QTK__GF_Q6_K ? 32 : 4) * gs[bb];
+                        else if (f == QTK__GF_Q5_0) msum[bb] = 0, isum[bb] -= 16 * x; /* the value is the field - 16 */
+                        else msum[bb] = x;
+                    }
+                    float t[GB_BATCH];
+                    const float *sx = c->xs + m * c->xs_ld + b0;
+                    for (size_t bb = 0; bb < GB_BATCH; bb++)
+                        t[bb] = bb >= nbb ? 0.0f
+                                : clamp  ? qtk__gb_term_f(affine, min_sub, d[bb], dm[bb], sx[bb], isum[bb], msum[bb])
+                                         : gb_term_noclamp(affine, min_sub, d[bb], dm[bb], sx[bb], isum[bb], msum[bb]);
+                    acc[mi] = acc[mi] + qtk__gb_batch(t);
+                }
+            }
+            for (size_t mi = 0; mi < mc; mi++) c->y[(m0 + mi) * c->N + n] = c->bias ? acc[mi] + c->bias[n] : acc[mi];
+        }
+    }
+}
+
+MV_AI void gb_rows(const qtk__gfmt f, const qtk__mm *c, size_t n0, size_t n1) {
+    const bool clamp = !(c->xs_max <= FLT_MAX / 65504.0f); /* |d|, |dmin| <= 65504: f16's largest */
+    if (c->M == 1 && !clamp) gb_rows_m(f, 1, false, c, n0, n1);
+    else gb_rows_m(f, c->M, true, c, n0, n1);
+}
+
+/* The 32 types: 8 lanes of 4 elements per block, accumulated in f32 lane by lane (mm_gb.h). */
+#define GB_LV (32 / MV_B) /* vectors of 8 lanes */
+MV_AI void gb_rows32_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
+    const bool affine = f != QTK__GF_Q5_0;
+    const size_t bytes = gb_bytes[f], nb = c->K / 32;
+    const mvi ones = mvi_set1_8(1);
+    for (size_t n = n0; n < n1; n++) {
+        const uint8_t *row = c->w.vals + n * c->w.row_bytes;
+        for (size_t m0 = 0; m0 < M; m0 += QTK__MM_GB_MAX_M) {
+            const size_t mc = M - m0 < QTK__MM_GB_MAX_M ? M - m0 : QTK__MM_GB_MAX_M;
+            mvf A[QTK__MM_GB_MAX_M][GB_LV];
+            for (size_t mi = 0; mi < mc; mi++)
+                for (unsigned v = 0; v < GB_LV; v++) A[mi][v] = mvf_zero();
+            for (size_t b = 0; b < nb; b++) {
+                const uint8_t *blk = row + b * bytes;
+                if (b % 3 == 0) mv_prefetch(blk + QTK__MM_PF_BYTES); /* about a line every 3 blocks */
+                const float d = mv_f16(qtk__ld16(blk)), dm = affine ? mv_f16(qtk__ld16(blk + 2)) : 0.0f;
+                mvi u[GB_LV];
+                gb_32_vectors(f, blk, u);
+                for (size_t mi = 0; mi < mc; mi++) {
+                    const size_t m = m0 + mi;
+                    const int8_t *xq = c->xq + m * c->kq + b * 32;
+                    const float sx = c->xs[m * c->xs_ld + b];
+                    /* (no clamp where no product can overflow: the same bits) */
+                    const float a = d * sx, bm = dm * sx;
+                    const mvf fa = mvf_set1(clamp ? qtk__gb_clampf(a) : a), fb = mvf_set1(clamp ? qtk__gb_clampf(bm) : bm);
+                    MV_UNROLL
+                    for (unsigned v = 0; v < GB_LV; v++) {
+                        const mvi x = mvi_loadu(xq + v * MV_B);
+                        mvi I = mvi_madd1(mvi_maddubs(u[v], x));
+                        mvf t;
+                        if (f == QTK__GF_Q5_0) { /* the value is the field - 16 */
+                            I = mvi_sub(I, mvi_slli(mvi_madd1(mvi_maddubs(ones, x)), 4));
+                            t = mvf_mul(fa, mvf_from_i(I));
+                        } else {
+                            mvf X = mvf_from_i(mvi_madd1(mvi_maddubs(ones, x)));
+                            t = mvf_add(mvf_mul(fa, mvf_from_i(I)), mvf_mul(fb, X));
+                        }
+                        A[mi][v] = mvf_add(A[mi][v], t);
+                    }
+                }
+            }
+            for (size_t mi = 0; mi < mc; mi++) {
+                float lanes[8];
+                for (unsigned v = 0; v < GB_LV; v++) mvf_storeu(lanes + v * MV_L, A[mi][v]);
+                float acc = qtk__gb_lanes_sum(lanes);
+                c->y[(m0 + mi) * c->N + n] = c->bias ? acc + c->bias[n] : acc;
             }
         }
-        for (size_t mi = 0; mi < mc; mi++) c->y[(m0 + mi) * c->N + n] = c->bias ? acc[mi] + c->bias[n] : acc[mi];
     }
+}
+
+/* GEMV (M = 1) on its own, and whether the scale products need their clamp */
+MV_AI void gb_rows32(const qtk__gfmt f, const qtk__mm *c, size_t n0, size_t n1) {
+    const bool clamp = !(c->xs_max <= FLT_MAX / 65504.0f); /* |d|, |m| <= 65504: f16's largest */
+    if (c->M == 1 && !clamp) gb_rows32_m(f, 1, false, c, n0, n1);
+    else if (c->M == 1) gb_rows32_m(f, 1, true, c, n0, n1);
+    else gb_rows32_m(f, c->M, true, c, n0, n1);
 }
 
 static void gb_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     (void)ws;
     switch (c->w.gb->f) {
-    case QTK__GF_Q4_1: gb_rows(QTK__GF_Q4_1, c, n0, n1); break;
-    case QTK__GF_Q5_0: gb_rows(QTK__GF_Q5_0, c, n0, n1); break;
-    case QTK__GF_Q5_1: gb_rows(QTK__GF_Q5_1, c, n0, n1); break;
+    case QTK__GF_Q4_1: gb_rows32(QTK__GF_Q4_1, c, n0, n1); break;
+    case QTK__GF_Q5_0: gb_rows32(QTK__GF_Q5_0, c, n0, n1); break;
+    case QTK__GF_Q5_1: gb_rows32(QTK__GF_Q5_1, c, n0, n1); break;
     case QTK__GF_Q2_K: gb_rows(QTK__GF_Q2_K, c, n0, n1); break;
     case QTK__GF_Q3_K: gb_rows(QTK__GF_Q3_K, c, n0, n1); break;
     case QTK__GF_Q4_K: gb_rows(QTK__GF_Q4_K, c, n0, n1); break;

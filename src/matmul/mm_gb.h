@@ -10,10 +10,16 @@
  *   K symmetric (Q3_K, Q6_K):     isum = Σ_s sc_s Σ_{k in s} v_k q_k      t = fl(fl(d s_b) isum)
  *   Q4_1, Q5_1:                   isum = Σ_k u_k q_k, xsum = Σ_k q_k     t = fl(fl(d s_b) isum) + fl(fl(m s_b) xsum)
  *   Q5_0:                         isum = Σ_k v_k q_k                     t = fl(fl(d s_b) isum)
- * (u the unsigned field, v the signed value; the integers are exact, converted to f32 once;
- * d s_b and dmin s_b clamped to +-FLT_MAX so that a zero sum gives 0, not 0 x inf), and
- * y = (Σ_b t_b in order of b) + bias. Every level computes these integers exactly and then
- * this same scalar arithmetic: the bits are the same at every level and for every thread count.
+ * (u the unsigned field, v the signed value; sc, mn the sub-scales and sub-mins; the integers
+ * are exact, converted to f32 once;
+ * d s_b and dmin s_b clamped to +-FLT_MAX so that a zero sum gives 0, not 0 x inf). The K
+ * types' blocks go in batches of 8: S = ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7)) (+0
+ * for blocks past the row's end), acc = acc + S over the batches in order from acc = 0, and
+ * y = acc + bias. The 32 types keep 8 lanes instead (qtk__gb_lane): lane j of a block is its
+ * elements 4j..4j+3, whose integers isum_j (and xsum_j) make t_j as above; A_j = A_j + t_j over
+ * the blocks in order, and y = ((A0 + A1) + (A2 + A3)) + ((A4 + A5) + (A6 + A7)) + bias.
+ * Every level computes these integers exactly and then this same scalar arithmetic: the bits are
+ * the same at every level and for every thread count.
  * The bound of qtk_matmul.h holds with activation blocks of QK. */
 #ifndef QTK_MM_GB_H
 #define QTK_MM_GB_H
@@ -45,9 +51,9 @@ static inline unsigned qtk__gb_planes(const qtk__gb_fmt *F) {
 }
 
 /* The group of plane byte j of plane p (K types). */
-static inline unsigned qtk__gb_plane_group(const qtk__gb_fmt *F, unsigned p, unsigned j) {
+static inline unsigned qtk__gb_plane_group(qtk__gfmt f, unsigned p, unsigned j) {
     unsigned k = j / 16;
-    switch (F->f) {
+    switch (f) {
     case QTK__GF_Q4_K:
     case QTK__GF_Q5_K: return 2 * (k / 2) + p;
     case QTK__GF_Q6_K: return 8 * (k / 4) + 4 * p + k % 4;
@@ -57,32 +63,39 @@ static inline unsigned qtk__gb_plane_group(const qtk__gb_fmt *F, unsigned p, uns
 
 static inline float qtk__gb_clampf(float v) { return v > FLT_MAX ? FLT_MAX : v < -FLT_MAX ? -FLT_MAX : v; }
 
-/* The float part of one block: isum, msum (or xsum) as above, d and m the block's f16 words. */
-static inline float qtk__gb_term(const qtk__gb_fmt *F, uint16_t d16, uint16_t m16, float sx, int32_t isum,
-                                 int32_t msum) {
-    float a = qtk__f16_to_f32(d16) * sx;
+/* The float part of one block: isum, msum (or xsum) as above, d and m the block's f16 words
+ * decoded (exact); affine: a min or offset term, sub: subtracted (the K types). */
+static inline float qtk__gb_term_f(bool affine, bool sub, float d, float m, float sx, int32_t isum, int32_t msum) {
+    float a = d * sx;
     a = qtk__gb_clampf(a);
     float t = a * (float)isum;
-    if (!F->affine) return t;
-    float b = qtk__f16_to_f32(m16) * sx;
+    if (!affine) return t;
+    float b = m * sx;
     b = qtk__gb_clampf(b);
     float t2 = b * (float)msum;
-    return F->super ? t - t2 : t + t2;
+    return sub ? t - t2 : t + t2;
+}
+static inline float qtk__gb_term(const qtk__gb_fmt *F, float d, float m, float sx, int32_t isum, int32_t msum) {
+    return qtk__gb_term_f(F->affine, F->super, d, m, sx, isum, msum);
 }
 
-/* The integer corrections of a K block from its activations' per-16 sums bs[16]: the mins
- * (affine) or the offset of the unsigned fields the vector body multiplies (symmetric: the
- * value is u - off). sc, mn: the block's integers. */
-static inline void qtk__gb_k_sums(const qtk__gb_fmt *F, const int8_t *sc, const uint8_t *mn, const int32_t *bs,
-                                  int32_t *corr, int32_t *msum) {
-    int32_t c = 0, m = 0;
-    for (unsigned g = 0; g < F->groups; g++) {
-        int32_t s = F->sub == 32 ? bs[2 * g] + bs[2 * g + 1] : bs[g];
-        if (F->affine) m += (int32_t)mn[g] * s;
-        else c += (int32_t)sc[g] * s;
-    }
-    *corr = F->affine ? 0 : (F->f == QTK__GF_Q6_K ? 32 : 4) * c;
-    *msum = m;
+/* the 32 types' 8 lanes added up at the end of a row */
+static inline float qtk__gb_lanes_sum(const float *A) {
+    float a = A[0] + A[1], b = A[2] + A[3], c = A[4] + A[5], d = A[6] + A[7];
+    float ab = a + b, cd = c + d;
+    return ab + cd;
 }
+
+/* blocks a batch adds up (mm_gb.h's order) */
+#define GB_BATCH 8u
+static inline float qtk__gb_batch(const float *t) {
+    float a = t[0] + t[1], b = t[2] + t[3], c = t[4] + t[5], d = t[6] + t[7];
+    float ab = a + b, cd = c + d;
+    return ab + cd;
+}
+
+/* The groups of a block's activation sums c->xb holds: one per sub-block (K types), the block's
+ * sum (the 32 types). */
+static inline unsigned qtk__gb_sum_groups(const qtk__gb_fmt *F) { return F->super ? F->groups : 1u; }
 
 #endif

@@ -163,6 +163,45 @@ MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
 }
 
+/* 8 bytes as int16 (unsigned or signed), the 8 repeated in both 16-byte lanes */
+MV_AI mvi mvi_set16x8u(const uint8_t *p) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
+MV_AI mvi mvi_set16x8s(const int8_t *p) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepi8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
+/* lane 0 gets int16 element i0 of set in all 8 slots, lane 1 element i1 (constants: one pshufb) */
+MV_AI mvi mvi_pick16(mvi set, unsigned i0, unsigned i1) {
+    const char a = (char)(2 * i0), b = (char)(2 * i0 + 1), c = (char)(2 * i1), d = (char)(2 * i1 + 1);
+    return _mm256_shuffle_epi8(set, _mm256_setr_epi8(a, b, a, b, a, b, a, b, a, b, a, b, a, b, a, b, c, d, c, d, c, d, c,
+                                                     d, c, d, c, d, c, d, c, d));
+}
+MV_AI mvi mvi_set1_16(int16_t v) { return _mm256_set1_epi16(v); }
+/* the 8 bytes of v (first in the low bits) as int16, repeated in both 16-byte lanes */
+MV_AI mvi mvi_set16x8_u64(uint64_t v) {
+    return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_cvtsi64_si128((long long)v)));
+}
+/* the 16 bytes at p, each shifted right by shift and masked to its low 4 bits: elements 0-7 as an
+ * int16 set (repeated per 16-byte lane) in *s0, 8-15 in *s1 */
+MV_AI void mvi_sets16_nib(const uint8_t *p, unsigned shift, mvi *s0, mvi *s1) {
+    __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(const void *)p), (int)shift), _mm_set1_epi8(0x0f));
+    *s0 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(v));
+    *s1 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_srli_si128(v, 8)));
+}
+/* out[i] = the sum of the int32 lanes of a[i], i < 8: two rounds of phaddd within the 16-byte
+ * lanes, then the lanes added */
+MV_AI void mvi_hsum8(const mvi *a, int32_t *out) {
+    __m256i h01 = _mm256_hadd_epi32(a[0], a[1]), h23 = _mm256_hadd_epi32(a[2], a[3]);
+    __m256i h45 = _mm256_hadd_epi32(a[4], a[5]), h67 = _mm256_hadd_epi32(a[6], a[7]);
+    __m256i q0 = _mm256_hadd_epi32(h01, h23), q1 = _mm256_hadd_epi32(h45, h67); /* [a0..a3 per lane] */
+    __m256i lo = _mm256_permute2x128_si256(q0, q1, 0x20), hi = _mm256_permute2x128_si256(q0, q1, 0x31);
+    _mm256_storeu_si256((__m256i *)(void *)out, _mm256_add_epi32(lo, hi));
+}
+/* 16 bytes at p, the rest 0 */
+MV_AI mvi mvi_load16z(const void *p) { return _mm256_set_m128i(_mm_setzero_si128(), _mm_loadu_si128((const __m128i *)p)); }
+/* an f16 decoded (F16C) */
+MV_AI float mv_f16(uint16_t h) { return _cvtsh_ss(h); }
+
 /* a macro: GCC deletes a wrapper function around a prefetch as side-effect free */
 #define mv_prefetch(p) _mm_prefetch((const char *)(p), _MM_HINT_T0)
 

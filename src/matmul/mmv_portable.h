@@ -344,6 +344,51 @@ MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
     return mv_i(r);
 }
 
+/* 8 bytes as int16 (unsigned or signed), the 8 repeated in every 16-byte lane */
+MV_AI mvi mvi_set16x8u(const uint8_t *p) {
+    mvh_ r = {0};
+    for (int i = 0; i < 2 * MV_L; i++) r[i] = p[i % 8];
+    return mv_ih(r);
+}
+MV_AI mvi mvi_set16x8s(const int8_t *p) {
+    mvh_ r = {0};
+    for (int i = 0; i < 2 * MV_L; i++) r[i] = p[i % 8];
+    return mv_ih(r);
+}
+/* 16-byte lane 0 gets int16 element i0 of its lane of set in all 8 slots, lane 1 element i1
+ * (lanes from 2 on: i1) */
+MV_AI mvi mvi_pick16(mvi set, unsigned i0, unsigned i1) {
+    mvh_ h = mv_h(set), r = {0};
+    for (int i = 0; i < 2 * MV_L; i++) r[i] = h[8 * (i / 8) + (i < 8 ? i0 : i1)];
+    return mv_ih(r);
+}
+/* the 8 bytes of v (first in the low bits) as int16, repeated in every 16-byte lane */
+MV_AI mvi mvi_set16x8_u64(uint64_t v) {
+    mvh_ r = {0};
+    for (int i = 0; i < 2 * MV_L; i++) r[i] = (int16_t)((v >> (8 * (i % 8))) & 0xffu);
+    return mv_ih(r);
+}
+/* the 16 bytes at p, each shifted right by shift and masked to its low 4 bits: elements 0-7 as an
+ * int16 set (repeated per 16-byte lane) in *s0, 8-15 in *s1 */
+MV_AI void mvi_sets16_nib(const uint8_t *p, unsigned shift, mvi *s0, mvi *s1) {
+    mvh_ a = {0}, b = {0};
+    for (int i = 0; i < 2 * MV_L; i++) a[i] = (int16_t)((p[i % 8] >> shift) & 15), b[i] = (int16_t)((p[8 + i % 8] >> shift) & 15);
+    *s0 = mv_ih(a), *s1 = mv_ih(b);
+}
+MV_AI mvi mvi_set1_16(int16_t v) {
+    mvh_ r = {0};
+    for (int i = 0; i < 2 * MV_L; i++) r[i] = v;
+    return mv_ih(r);
+}
+/* out[i] = the sum of the int32 lanes of a[i], i < 8 */
+MV_AI void mvi_hsum8(const mvi *a, int32_t *out) {
+    for (int i = 0; i < 8; i++) out[i] = mvi_hsum(a[i]);
+}
+/* 16 bytes at p, the rest 0 */
+MV_AI mvi mvi_load16z(const void *p) { return mvi_load_n(p, 16); }
+/* an f16 decoded */
+MV_AI float mv_f16(uint16_t h) { return qtk__f16_to_f32(h); }
+
 #define mv_prefetch(p) __builtin_prefetch((const void *)(p), 0, 3)
 
 #endif
