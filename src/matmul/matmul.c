@@ -214,7 +214,11 @@ static void release(qtk__mm *c) {
     qtk__free(c->xs);
     qtk__free(c->xc);
     qtk__free(c->xb);
+    qtk__free(c->xlf);
+    qtk__free(c->xli);
     c->xb = NULL;
+    c->xlf = NULL;
+    c->xli = NULL;
     c->xp = c->xt = c->xs = NULL;
     c->xq = NULL;
     c->xc = NULL;

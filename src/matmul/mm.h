@@ -109,6 +109,8 @@ typedef struct qtk__mm {
     int32_t *xc;        /* SIMD: per-lane offset corrections (see mm_avx512_int.c) */
     int16_t *xb;        /* store=ggml: each block's per-group sums of q (mm_gb.h) */
     size_t xb_ld;
+    float *xlf;         /* store=ggml's 32 types: each block's 8 lane sums of q (as f32: Q4_1, Q5_1) */
+    int32_t *xli;       /*   (as integers: Q5_0); [M][K / 4] */
     size_t xs_ld, xc_ld;/* per-row strides of xs and xc */
     float xs_max;       /* integer path: the largest activation scale (NaN aside) */
     int ivar;           /* integer path: the flavour of dot product (mm_body_int.h) */

@@ -45,25 +45,10 @@ MV_AI mvi gb_window_scales(const qtk__gfmt f, const mvi set0, const mvi set1, un
     return mvi_pick16(g0 < 8 ? set0 : set1, g0 % 8, g1 % 8); /* both lanes' groups share one set of 8 */
 }
 
-/* Σ of set x the block's 8 group sums at xb, and of set1 x the next 8 (set1: NULL) */
-MV_AI int32_t gb_group_dot(mvi set0, const mvi *set1, const int16_t *xb) {
-    mvi a = mvi_madd16(set0, mvi_load16z(xb));
-    if (set1) a = mvi_add(a, mvi_madd16(*set1, mvi_load16z(xb + 8)));
-    return mvi_hsum(a);
-}
-
-/* One K block against one row of activations: Σ sc Σ u q over the block (u unsigned). */
-MV_AI int32_t gb_k_dot(const mvi *u, const mvi *s16, const int8_t *xq) {
-    mvi a = mvi_zero();
-    MV_UNROLL
-    for (unsigned i = 0; i < GB_NV; i++) a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B)), s16[i]));
-    return mvi_hsum(a);
-}
-
 /* A K block's fields (u) and their windows' scales (s16), plane order; the integers it needs
  * for the corrections: sc, mn (bytes), sets (the scales as int16). */
 MV_AI void gb_k_block(const qtk__gfmt f, const uint8_t *blk, mvi *u, mvi *s16, mvi *set0, mvi *set1, mvi *mn0, mvi *mn1) {
-    const mvi m4 = mvi_set1_8(0x0f), m2 = mvi_set1_8(0x03);
+    const mvi m4 = mvi_set1_8(0x0f), m2 = mvi_set1_8(0x03), m1 = mvi_set1_8(0x01);
     unsigned v = 0;
     switch (f) {
     case QTK__GF_Q4_K:
@@ -79,9 +64,9 @@ MV_AI void gb_k_block(const qtk__gfmt f, const uint8_t *blk, mvi *u, mvi *s16, m
             MV_UNROLL
             for (unsigned j = 0; j < 128; j += MV_B, v++) {
                 mvi raw = mvi_loadu(qs + j), x = p ? mvi_and(mvi_srli(raw, 4), m4) : mvi_and(raw, m4);
-                if (five) {
+                if (five) { /* bit 2c + p of each byte to bit 4 (masked before the shift: no byte spills) */
                     mvi h = mvi_loadu(qh + j % 32);
-                    x = mvi_or(x, mvi_and(mvi_test8(h, (int8_t)(1u << (2 * (j / 32) + p))), mvi_set1_8(0x10)));
+                    x = mvi_or(x, mvi_slli(mvi_and(mvi_srli(h, 2 * (j / 32) + p), m1), 4));
                 }
                 u[v] = x;
                 s16[v] = gb_window_scales(f, *set0, *set1, p, j);
@@ -123,9 +108,9 @@ MV_AI void gb_k_block(const qtk__gfmt f, const uint8_t *blk, mvi *u, mvi *s16, m
             MV_UNROLL
             for (unsigned j = 0; j < 64; j += MV_B, v++) {
                 mvi x = mvi_and(mvi_srli(mvi_loadu(qs + j), 2 * p), m2);
-                if (three) {
+                if (three) { /* bit 4h + p of each byte to bit 2 */
                     mvi h = mvi_loadu(hm + j % 32);
-                    x = mvi_or(x, mvi_and(mvi_test8(h, (int8_t)(1u << (4 * (j / 32) + p))), mvi_set1_8(0x04)));
+                    x = mvi_or(x, mvi_slli(mvi_and(mvi_srli(h, 4 * (j / 32) + p), m1), 2));
                 }
                 u[v] = x;
                 s16[v] = gb_window_scales(f, *set0, *set1, p, j);
@@ -155,91 +140,78 @@ MV_AI void gb_32_vectors(const qtk__gfmt f, const uint8_t *blk, mvi *u) {
     }
 }
 
-/* qtk__gb_term_f where no product can overflow (the clamps would change nothing) */
-MV_AI float gb_term_noclamp(bool affine, bool sub, float d, float m, float sx, int32_t isum, int32_t msum) {
-    float a = d * sx, t = a * (float)isum;
-    if (!affine) return t;
-    float b = m * sx, t2 = b * (float)msum;
-    return sub ? t - t2 : t + t2;
-}
-
-/* Rows [n0, n1) of W in format f (a constant in each instantiation). Blocks go GB_BATCH at a
- * time: their integer sums reduced together (mvi_hsum8), then mm_gb.h's arithmetic per block
- * and per batch (qtk__gb_batch). */
+/* The K types: blocks 8 at a time, block b in lane b mod 8 (mm_gb.h): their integer sums reduced
+ * together (mvi_hsum8), their f16 words gathered, their float parts in vectors. */
 MV_AI void gb_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
-    const bool k = f >= QTK__GF_Q2_K; /* the K types */
-    const bool affine = f == QTK__GF_Q4_1 || f == QTK__GF_Q5_1 || f == QTK__GF_Q2_K || f == QTK__GF_Q4_K || f == QTK__GF_Q5_K;
-    const bool min_sub = k && affine; /* the K types subtract their mins; Q4_1/Q5_1 add m */
-    const size_t qk = k ? 256 : 32, bytes = gb_bytes[f], nb = c->K / qk, G = k ? (f == QTK__GF_Q4_K || f == QTK__GF_Q5_K ? 8 : 16) : 1;
-    /* the f16 words: d and m/dmin */
-    const size_t d_at = f == QTK__GF_Q2_K ? 80 : f == QTK__GF_Q3_K ? 108 : f == QTK__GF_Q6_K ? 208 : 0;
+    const bool affine = f == QTK__GF_Q2_K || f == QTK__GF_Q4_K || f == QTK__GF_Q5_K;
+    const size_t bytes = gb_bytes[f], nb = c->K / 256, G = f == QTK__GF_Q4_K || f == QTK__GF_Q5_K ? 8 : 16;
+    /* the f16 words: d and dmin side by side (affine), or d as the high half of the word before it */
+    const size_t w_at = f == QTK__GF_Q2_K ? 80 : f == QTK__GF_Q3_K ? 106 : f == QTK__GF_Q6_K ? 206 : 0;
     for (size_t n = n0; n < n1; n++) {
         const uint8_t *row = c->w.vals + n * c->w.row_bytes;
         for (size_t m0 = 0; m0 < M; m0 += QTK__MM_GB_MAX_M) { /* rows of x a chunk at a time */
             const size_t mc = M - m0 < QTK__MM_GB_MAX_M ? M - m0 : QTK__MM_GB_MAX_M;
-            float acc[QTK__MM_GB_MAX_M];
-            for (size_t mi = 0; mi < mc; mi++) acc[mi] = 0.0f;
-            for (size_t b0 = 0; b0 < nb; b0 += GB_BATCH) {
-                const size_t nbb = nb - b0 < GB_BATCH ? nb - b0 : GB_BATCH;
-                float d[GB_BATCH] = {0}, dm[GB_BATCH] = {0};
-                mvi ai[QTK__MM_GB_MAX_M][GB_BATCH], am[QTK__MM_GB_MAX_M][GB_BATCH];
-                for (size_t bb = 0; bb < nbb; bb++) {
-                    const size_t b = b0 + bb;
-                    const uint8_t *blk = row + b * bytes;
+            mvf A[QTK__MM_GB_MAX_M][8 / MV_L];
+            for (size_t mi = 0; mi < mc; mi++)
+                for (unsigned v = 0; v < 8 / MV_L; v++) A[mi][v] = mvf_zero();
+            for (size_t b0 = 0; b0 < nb; b0 += 8) {
+                const size_t nbb = nb - b0 < 8 ? nb - b0 : 8;
+                const uint8_t *blk0 = row + b0 * bytes;
+                mvi ai[QTK__MM_GB_MAX_M][8], am[QTK__MM_GB_MAX_M][8];
+                for (size_t bb = 0; bb < 8; bb++) {
+                    if (bb >= nbb) {
+                        for (size_t mi = 0; mi < mc; mi++) ai[mi][bb] = am[mi][bb] = mvi_zero();
+                        continue;
+                    }
+                    const uint8_t *blk = blk0 + bb * bytes;
                     /* every line of the block, QTK__MM_PF_BYTES ahead (blocks are not lines) */
                     for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
-                    d[bb] = mv_f16(qtk__ld16(blk + d_at));
-                    if (affine) dm[bb] = mv_f16(qtk__ld16(blk + d_at + 2));
-                    mvi u[GB_NV], s16[GB_NV], set0 = mvi_zero(), set1 = mvi_zero(), mn0 = mvi_zero(), mn1 = mvi_zero();
-                    if (k) gb_k_block(f, blk, u, s16, &set0, &set1, &mn0, &mn1);
-                    else gb_32_vectors(f, blk, u);
+                    mvi u[GB_NV], s16[GB_NV], set0, set1, mn0 = mvi_zero(), mn1 = mvi_zero();
+                    gb_k_block(f, blk, u, s16, &set0, &set1, &mn0, &mn1);
                     for (size_t mi = 0; mi < mc; mi++) {
-                        const size_t m = m0 + mi;
-                        const int8_t *xq = c->xq + m * c->kq + b * qk;
-                        const int16_t *xb = c->xb + m * c->xb_ld + b * G;
-                        mvi a = mvi_zero(), g = mvi_zero();
-                        if (k) {
-                            MV_UNROLL
-                            for (unsigned i = 0; i < GB_NV; i++)
-                                a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B)), s16[i]));
-                            if (f == QTK__GF_Q4_K || f == QTK__GF_Q5_K) {
-                                g = mvi_madd16(mn0, mvi_load16z(xb));
-                            } else if (f == QTK__GF_Q2_K) {
-                                g = mvi_add(mvi_madd16(mn0, mvi_load16z(xb)), mvi_madd16(mn1, mvi_load16z(xb + 8)));
-                            } else { /* the fields are the values + 32 (Q6_K) or + 4 (Q3_K): Σ sc x sums */
-                                g = mvi_add(mvi_madd16(set0, mvi_load16z(xb)), mvi_madd16(set1, mvi_load16z(xb + 8)));
-                            }
-                        } else {
-                            MV_UNROLL
-                            for (unsigned i = 0; i < 32 / MV_B; i++) a = mvi_add(a, mvi_madd1(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B))));
-                        }
+                        const int8_t *xq = c->xq + (m0 + mi) * c->kq + (b0 + bb) * 256;
+                        const int16_t *xb = c->xb + (m0 + mi) * c->xb_ld + (b0 + bb) * G;
+                        mvi a = mvi_zero(), g;
+                        MV_UNROLL
+                        for (unsigned i = 0; i < GB_NV; i++)
+                            a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B)), s16[i]));
+                        if (f == QTK__GF_Q4_K || f == QTK__GF_Q5_K) g = mvi_madd16(mn0, mvi_load16z(xb));
+                        else if (f == QTK__GF_Q2_K) g = mvi_add(mvi_madd16(mn0, mvi_load16z(xb)), mvi_madd16(mn1, mvi_load16z(xb + 8)));
+                        else /* the fields are the values + 32 (Q6_K) or + 4 (Q3_K): Σ sc x the sums */
+                            g = mvi_add(mvi_madd16(set0, mvi_load16z(xb)), mvi_madd16(set1, mvi_load16z(xb + 8)));
                         ai[mi][bb] = a, am[mi][bb] = g;
                     }
                 }
                 for (size_t mi = 0; mi < mc; mi++) {
                     const size_t m = m0 + mi;
-                    const int16_t *xb = c->xb + m * c->xb_ld + b0 * G;
-                    int32_t isum[GB_BATCH], msum[GB_BATCH], gs[GB_BATCH];
-                    for (size_t bb = nbb; bb < GB_BATCH; bb++) ai[mi][bb] = am[mi][bb] = mvi_zero();
+                    int32_t isum[8], gsum[8];
                     mvi_hsum8(ai[mi], isum);
-                    if (k) mvi_hsum8(am[mi], gs);
-                    for (size_t bb = 0; bb < GB_BATCH; bb++) {
-                        int32_t x = bb < nbb ? xb[bb * G] : 0;
-                        if (k && affine) msum[bb] = gs[bb];
-                        else if (k) msum[bb] = 0, isum[bb] -= (f == QTK__GF_Q6_K ? 32 : 4) * gs[bb];
-                        else if (f == QTK__GF_Q5_0) msum[bb] = 0, isum[bb] -= 16 * x; /* the value is the field - 16 */
-                        else msum[bb] = x;
+                    mvi_hsum8(am[mi], gsum);
+                    MV_UNROLL
+                    for (unsigned v = 0; v < 8 / MV_L; v++) {
+                        const size_t nv = nbb > v * MV_L ? nbb - v * MV_L : 0;
+                        const mvi w = mvi_gather32s(blk0 + (size_t)v * MV_L * bytes + w_at, (int)bytes, nv);
+                        const mvf sx = mvf_load_n(c->xs + m * c->xs_ld + b0 + v * MV_L, nv);
+                        mvi I = mvi_loadu(isum + v * MV_L), Gs = mvi_loadu(gsum + v * MV_L);
+                        if (!affine) I = mvi_sub(I, mvi_slli(Gs, f == QTK__GF_Q6_K ? 5 : 2));
+                        mvf ad = mvf_mul(affine ? mvf_f16_lo(w) : mvf_f16_hi(w), sx);
+                        if (clamp) ad = mvf_clamp_finite(ad);
+                        mvf t = mvf_mul(ad, mvf_from_i(I));
+                        if (affine) { /* minus the mins: x - y is x + (-y) exactly */
+                            mvf bm = mvf_mul(mvf_f16_hi(w), sx);
+                            if (clamp) bm = mvf_clamp_finite(bm);
+                            t = mvf_add(t, mvf_mul(mvf_mul(bm, mvf_from_i(Gs)), mvf_set1(-1.0f)));
+                        }
+                        A[mi][v] = mvf_add(A[mi][v], t);
                     }
-                    float t[GB_BATCH];
-                    const float *sx = c->xs + m * c->xs_ld + b0;
-                    for (size_t bb = 0; bb < GB_BATCH; bb++)
-                        t[bb] = bb >= nbb ? 0.0f
-                                : clamp  ? qtk__gb_term_f(affine, min_sub, d[bb], dm[bb], sx[bb], isum[bb], msum[bb])
-                                         : gb_term_noclamp(affine, min_sub, d[bb], dm[bb], sx[bb], isum[bb], msum[bb]);
-                    acc[mi] = acc[mi] + qtk__gb_batch(t);
                 }
             }
-            for (size_t mi = 0; mi < mc; mi++) c->y[(m0 + mi) * c->N + n] = c->bias ? acc[mi] + c->bias[n] : acc[mi];
+            for (size_t mi = 0; mi < mc; mi++) {
+                float lanes[8];
+                for (unsigned v = 0; v < 8 / MV_L; v++) mvf_storeu(lanes + v * MV_L, A[mi][v]);
+                float acc = qtk__gb_lanes_sum(lanes);
+                c->y[(m0 + mi) * c->N + n] = c->bias ? acc + c->bias[n] : acc;
+            }
         }
     }
 }
@@ -250,43 +222,59 @@ MV_AI void gb_rows(const qtk__gfmt f, const qtk__mm *c, size_t n0, size_t n1) {
     else gb_rows_m(f, c->M, true, c, n0, n1);
 }
 
-/* The 32 types: 8 lanes of 4 elements per block, accumulated in f32 lane by lane (mm_gb.h). */
-#define GB_LV (32 / MV_B) /* vectors of 8 lanes */
+#define GB_LV (32 / MV_B) /* vectors of a 32 block */
+
+/* The 32 types: blocks 8 at a time, block b in lane b mod 8 (mm_gb.h): their integer sums
+ * reduced together (mvi_hsum8), their f16 words gathered, their float parts in vectors. */
 MV_AI void gb_rows32_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
     const bool affine = f != QTK__GF_Q5_0;
     const size_t bytes = gb_bytes[f], nb = c->K / 32;
-    const mvi ones = mvi_set1_8(1);
     for (size_t n = n0; n < n1; n++) {
         const uint8_t *row = c->w.vals + n * c->w.row_bytes;
         for (size_t m0 = 0; m0 < M; m0 += QTK__MM_GB_MAX_M) {
             const size_t mc = M - m0 < QTK__MM_GB_MAX_M ? M - m0 : QTK__MM_GB_MAX_M;
-            mvf A[QTK__MM_GB_MAX_M][GB_LV];
+            mvf A[QTK__MM_GB_MAX_M][8 / MV_L];
             for (size_t mi = 0; mi < mc; mi++)
-                for (unsigned v = 0; v < GB_LV; v++) A[mi][v] = mvf_zero();
-            for (size_t b = 0; b < nb; b++) {
-                const uint8_t *blk = row + b * bytes;
-                if (b % 3 == 0) mv_prefetch(blk + QTK__MM_PF_BYTES); /* about a line every 3 blocks */
-                const float d = mv_f16(qtk__ld16(blk)), dm = affine ? mv_f16(qtk__ld16(blk + 2)) : 0.0f;
-                mvi u[GB_LV];
-                gb_32_vectors(f, blk, u);
+                for (unsigned v = 0; v < 8 / MV_L; v++) A[mi][v] = mvf_zero();
+            for (size_t b0 = 0; b0 < nb; b0 += 8) {
+                const size_t nbb = nb - b0 < 8 ? nb - b0 : 8;
+                const uint8_t *blk0 = row + b0 * bytes;
+                for (size_t o = 0; o < 8 * bytes; o += 64) mv_prefetch(blk0 + QTK__MM_PF_BYTES + o);
+                mvi a[QTK__MM_GB_MAX_M][8];
+                for (size_t bb = 0; bb < 8; bb++) {
+                    if (bb >= nbb) {
+                        for (size_t mi = 0; mi < mc; mi++) a[mi][bb] = mvi_zero();
+                        continue;
+                    }
+                    mvi u[GB_LV];
+                    gb_32_vectors(f, blk0 + bb * bytes, u);
+                    for (size_t mi = 0; mi < mc; mi++) {
+                        const int8_t *xq = c->xq + (m0 + mi) * c->kq + (b0 + bb) * 32;
+                        mvi s = mvi_zero();
+                        MV_UNROLL
+                        for (unsigned v = 0; v < GB_LV; v++) s = mvi_add(s, mvi_madd1(mvi_maddubs(u[v], mvi_loadu(xq + v * MV_B))));
+                        a[mi][bb] = s;
+                    }
+                }
                 for (size_t mi = 0; mi < mc; mi++) {
                     const size_t m = m0 + mi;
-                    const int8_t *xq = c->xq + m * c->kq + b * 32;
-                    const float sx = c->xs[m * c->xs_ld + b];
-                    /* (no clamp where no product can overflow: the same bits) */
-                    const float a = d * sx, bm = dm * sx;
-                    const mvf fa = mvf_set1(clamp ? qtk__gb_clampf(a) : a), fb = mvf_set1(clamp ? qtk__gb_clampf(bm) : bm);
+                    int32_t isum[8];
+                    mvi_hsum8(a[mi], isum);
                     MV_UNROLL
-                    for (unsigned v = 0; v < GB_LV; v++) {
-                        const mvi x = mvi_loadu(xq + v * MV_B);
-                        mvi I = mvi_madd1(mvi_maddubs(u[v], x));
-                        mvf t;
-                        if (f == QTK__GF_Q5_0) { /* the value is the field - 16 */
-                            I = mvi_sub(I, mvi_slli(mvi_madd1(mvi_maddubs(ones, x)), 4));
-                            t = mvf_mul(fa, mvf_from_i(I));
-                        } else {
-                            mvf X = mvf_from_i(mvi_madd1(mvi_maddubs(ones, x)));
-                            t = mvf_add(mvf_mul(fa, mvf_from_i(I)), mvf_mul(fb, X));
+                    for (unsigned v = 0; v < 8 / MV_L; v++) {
+                        const size_t nv = nbb > v * MV_L ? nbb - v * MV_L : 0;
+                        const mvi w = mvi_gather32s(blk0 + (size_t)v * MV_L * bytes, (int)bytes, nv);
+                        const mvf sx = mvf_load_n(c->xs + m * c->xs_ld + b0 + v * MV_L, nv);
+                        mvi I = mvi_loadu(isum + v * MV_L);
+                        mvf ad = mvf_mul(mvf_f16_lo(w), sx);
+                        if (clamp) ad = mvf_clamp_finite(ad);
+                        if (f == QTK__GF_Q5_0) /* the value is the field - 16 */
+                            I = mvi_sub(I, mvi_slli(mvi_load32_n(c->xli + m * nb + b0 + v * MV_L, nv), 4));
+                        mvf t = mvf_mul(ad, mvf_from_i(I));
+                        if (affine) {
+                            mvf bm = mvf_mul(mvf_f16_hi(w), sx);
+                            if (clamp) bm = mvf_clamp_finite(bm);
+                            t = mvf_add(t, mvf_mul(bm, mvf_load_n(c->xlf + m * nb + b0 + v * MV_L, nv)));
                         }
                         A[mi][v] = mvf_add(A[mi][v], t);
                     }
@@ -294,7 +282,7 @@ MV_AI void gb_rows32_m(const qtk__gfmt f, const size_t M, const bool clamp, cons
             }
             for (size_t mi = 0; mi < mc; mi++) {
                 float lanes[8];
-                for (unsigned v = 0; v < GB_LV; v++) mvf_storeu(lanes + v * MV_L, A[mi][v]);
+                for (unsigned v = 0; v < 8 / MV_L; v++) mvf_storeu(lanes + v * MV_L, A[mi][v]);
                 float acc = qtk__gb_lanes_sum(lanes);
                 c->y[(m0 + mi) * c->N + n] = c->bias ? acc + c->bias[n] : acc;
             }

@@ -17,7 +17,10 @@ qtk_status qtk__mm_gb_prepare(qtk__mm *c) {
     c->xs = qtk__malloc((M * nb + 1) * sizeof(float));
     c->xb = qtk__malloc((M * c->xb_ld + 1) * sizeof(int16_t));
     int8_t *q = qtk__malloc(K + 1);
-    if (!c->xq || !c->xs || !c->xb || !q) {
+    const bool lanes = !F->super; /* the 32 types' block sums as f32 (Q4_1, Q5_1) or int32 (Q5_0), + 8 of padding */
+    if (lanes && F->affine) c->xlf = qtk__malloc((M * nb + 8) * sizeof(float));
+    if (lanes && !F->affine) c->xli = qtk__calloc(M * nb + 8, sizeof(int32_t));
+    if (!c->xq || !c->xs || !c->xb || !q || (lanes && !c->xlf && !c->xli)) {
         qtk__free(q);
         return qtk__err(QTK_E_NOMEM, "out of memory for the quantized activations");
     }
@@ -36,6 +39,10 @@ qtk_status qtk__mm_gb_prepare(qtk__mm *c) {
                 for (size_t e = 0; e < gl; e++) s += qb[g * gl + e];
                 xb[b * G + g] = (int16_t)s;
             }
+        }
+        for (size_t b = 0; lanes && b < nb; b++) {
+            if (c->xlf) c->xlf[m * nb + b] = (float)xb[b];
+            else c->xli[m * nb + b] = xb[b];
         }
     }
     qtk__free(q);
@@ -61,34 +68,28 @@ void qtk__mm_gb_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
             const int8_t *xq = c->xq + m * c->kq;
             const float *xs = c->xs + m * c->xs_ld;
             const int16_t *xb = c->xb + m * c->xb_ld;
-            float acc = 0.0f, t[GB_BATCH], A[8] = {0};
+            float A[8] = {0};
             for (size_t b = 0; b < nb; b++) {
                 qtk__gb_unpack(F, row + b * F->bytes, &u);
                 const int8_t *qb = xq + b * F->qk;
                 int32_t isum = 0, msum = 0;
-                if (!F->super) { /* the 32 types: 8 lanes of 4 elements */
-                    const float d = qtk__f16_to_f32(u.d), mm = qtk__f16_to_f32(u.m);
-                    for (unsigned j = 0; j < 8; j++) {
-                        int32_t li = 0, lx = 0;
-                        for (unsigned e = 4 * j; e < 4 * j + 4; e++) li += (int32_t)u.q[e] * qb[e], lx += qb[e];
-                        float tj = qtk__gb_term(F, d, mm, xs[b], li, lx);
-                        A[j] = A[j] + tj;
+                if (F->super) {
+                    for (unsigned g = 0; g < F->groups; g++) {
+                        int32_t s = 0;
+                        for (unsigned e = g * F->sub; e < (g + 1) * F->sub; e++) s += (int32_t)u.q[e] * qb[pos[e]];
+                        isum += (int32_t)u.sc[g] * s;
+                        if (F->affine) msum += (int32_t)u.mn[g] * xb[b * G + g];
                     }
-                    continue;
+                } else {
+                    for (unsigned e = 0; e < F->qk; e++) isum += (int32_t)u.q[e] * qb[e];
+                    msum = xb[b];
                 }
-                for (unsigned g = 0; g < F->groups; g++) {
-                    int32_t s = 0;
-                    for (unsigned e = g * F->sub; e < (g + 1) * F->sub; e++) s += (int32_t)u.q[e] * qb[pos[e]];
-                    isum += (int32_t)u.sc[g] * s;
-                    if (F->affine) msum += (int32_t)u.mn[g] * xb[b * G + g];
-                }
-                t[b % GB_BATCH] = qtk__gb_term(F, qtk__f16_to_f32(u.d), qtk__f16_to_f32(u.m), xs[b], isum, msum);
-                if (b % GB_BATCH == GB_BATCH - 1 || b + 1 == nb) {
-                    for (size_t r = b % GB_BATCH + 1; r < GB_BATCH; r++) t[r] = 0.0f;
-                    acc = acc + qtk__gb_batch(t);
-                }
+                /* block b into lane b mod 8 */
+                float t = qtk__gb_term(F, qtk__f16_to_f32(u.d), qtk__f16_to_f32(u.m), xs[b], isum, msum);
+                A[b % 8] = A[b % 8] + t;
             }
-            if (!F->super) acc = qtk__gb_lanes_sum(A);
+            for (size_t l = nb % 8 ? nb % 8 : 8; l < 8; l++) A[l] = A[l] + 0.0f; /* the lanes past the last block */
+            float acc = qtk__gb_lanes_sum(A);
             c->y[m * c->N + n] = c->bias ? acc + c->bias[n] : acc;
         }
     }

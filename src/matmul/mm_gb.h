@@ -12,12 +12,10 @@
  *   Q5_0:                         isum = Σ_k v_k q_k                     t = fl(fl(d s_b) isum)
  * (u the unsigned field, v the signed value; sc, mn the sub-scales and sub-mins; the integers
  * are exact, converted to f32 once;
- * d s_b and dmin s_b clamped to +-FLT_MAX so that a zero sum gives 0, not 0 x inf). The K
- * types' blocks go in batches of 8: S = ((t0 + t1) + (t2 + t3)) + ((t4 + t5) + (t6 + t7)) (+0
- * for blocks past the row's end), acc = acc + S over the batches in order from acc = 0, and
- * y = acc + bias. The 32 types keep 8 lanes instead (qtk__gb_lane): lane j of a block is its
- * elements 4j..4j+3, whose integers isum_j (and xsum_j) make t_j as above; A_j = A_j + t_j over
- * the blocks in order, and y = ((A0 + A1) + (A2 + A3)) + ((A4 + A5) + (A6 + A7)) + bias.
+ * d s_b and dmin s_b clamped to +-FLT_MAX so that a zero sum gives 0, not 0 x inf). Block b
+ * adds into lane b mod 8, A_{b mod 8} = A_{b mod 8} + t_b, over the blocks in order (when the
+ * row's blocks are not a multiple of 8, the lanes past its last block get + 0 once more); then
+ * y = ((A0 + A1) + (A2 + A3)) + ((A4 + A5) + (A6 + A7)) + bias.
  * Every level computes these integers exactly and then this same scalar arithmetic: the bits are
  * the same at every level and for every thread count.
  * The bound of qtk_matmul.h holds with activation blocks of QK. */
@@ -82,14 +80,6 @@ static inline float qtk__gb_term(const qtk__gb_fmt *F, float d, float m, float s
 /* the 32 types' 8 lanes added up at the end of a row */
 static inline float qtk__gb_lanes_sum(const float *A) {
     float a = A[0] + A[1], b = A[2] + A[3], c = A[4] + A[5], d = A[6] + A[7];
-    float ab = a + b, cd = c + d;
-    return ab + cd;
-}
-
-/* blocks a batch adds up (mm_gb.h's order) */
-#define GB_BATCH 8u
-static inline float qtk__gb_batch(const float *t) {
-    float a = t[0] + t[1], b = t[2] + t[3], c = t[4] + t[5], d = t[6] + t[7];
     float ab = a + b, cd = c + d;
     return ab + cd;
 }

@@ -199,6 +199,28 @@ MV_AI void mvi_hsum8(const mvi *a, int32_t *out) {
 }
 /* 16 bytes at p, the rest 0 */
 MV_AI mvi mvi_load16z(const void *p) { return _mm256_set_m128i(_mm_setzero_si128(), _mm_loadu_si128((const __m128i *)p)); }
+/* the two f16 of w (d low, m high) times sx, each broadcast: *a = d sx, *b = m sx (one rounding each) */
+MV_AI void mvf_pair_f16(uint32_t w, float sx, mvf *a, mvf *b) {
+    __m128 dm = _mm_mul_ps(_mm_cvtph_ps(_mm_cvtsi32_si128((int)w)), _mm_set1_ps(sx));
+    *a = _mm256_broadcastss_ps(dm);
+    *b = _mm256_broadcastss_ps(_mm_movehdup_ps(dm));
+}
+/* the first n int32 lanes (n <= 8) from p, the rest 0 (not read) */
+MV_AI mvi mvi_load32_n(const int32_t *p, size_t n) { return _mm256_maskload_epi32((const int *)p, mv_first_mask(n)); }
+/* lanes i < n: the u32 at base + i stride (i < 8), the others 0 (not read) */
+MV_AI mvi mvi_gather32s(const uint8_t *base, int stride, size_t n) {
+    const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
+    return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(const void *)base, idx, mv_first_mask(n), 1);
+}
+/* the f16 in the low (hi: high) 16 bits of each 32-bit lane, as f32 */
+MV_AI mvf mvf_f16_lo(mvi w) {
+    __m256i p = _mm256_packus_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0xffff)), _mm256_setzero_si256());
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08)));
+}
+MV_AI mvf mvf_f16_hi(mvi w) {
+    __m256i p = _mm256_packus_epi32(_mm256_srli_epi32(w, 16), _mm256_setzero_si256());
+    return _mm256_cvtph_ps(_mm256_castsi256_si128(_mm256_permute4x64_epi64(p, 0x08)));
+}
 /* an f16 decoded (F16C) */
 MV_AI float mv_f16(uint16_t h) { return _cvtsh_ss(h); }
 

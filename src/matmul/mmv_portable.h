@@ -386,6 +386,35 @@ MV_AI void mvi_hsum8(const mvi *a, int32_t *out) {
 }
 /* 16 bytes at p, the rest 0 */
 MV_AI mvi mvi_load16z(const void *p) { return mvi_load_n(p, 16); }
+/* the two f16 of w (d low, m high) times sx, each broadcast: *a = d sx, *b = m sx (one rounding each) */
+MV_AI void mvf_pair_f16(uint32_t w, float sx, mvf *a, mvf *b) {
+    float d = qtk__f16_to_f32((uint16_t)w), m = qtk__f16_to_f32((uint16_t)(w >> 16));
+    float x = d * sx, y = m * sx;
+    *a = mvf_set1(x), *b = mvf_set1(y);
+}
+/* the first n int32 lanes from p, the rest 0 (not read) */
+MV_AI mvi mvi_load32_n(const int32_t *p, size_t n) {
+    mvi r = {0};
+    MV_LANES r[l_] = (size_t)l_ < n ? p[l_] : 0;
+    return r;
+}
+/* lanes i < n: the u32 at base + i stride, the others 0 (not read) */
+MV_AI mvi mvi_gather32s(const uint8_t *base, int stride, size_t n) {
+    mvi r = {0};
+    MV_LANES r[l_] = (size_t)l_ < n ? (int32_t)qtk__ld32(base + (ptrdiff_t)l_ * stride) : 0;
+    return r;
+}
+/* the f16 in the low (hi: high) 16 bits of each 32-bit lane, as f32 */
+MV_AI mvf mvf_f16_lo(mvi w) {
+    mvf r = {0};
+    MV_LANES r[l_] = qtk__f16_to_f32((uint16_t)w[l_]);
+    return r;
+}
+MV_AI mvf mvf_f16_hi(mvi w) {
+    mvf r = {0};
+    MV_LANES r[l_] = qtk__f16_to_f32((uint16_t)((uint32_t)w[l_] >> 16));
+    return r;
+}
 /* an f16 decoded */
 MV_AI float mv_f16(uint16_t h) { return qtk__f16_to_f32(h); }
 
