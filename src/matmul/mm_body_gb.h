@@ -45,78 +45,88 @@ MV_AI mvi gb_window_scales(const qtk__gfmt f, const mvi set0, const mvi set1, un
     return mvi_pick16(g0 < 8 ? set0 : set1, g0 % 8, g1 % 8); /* both lanes' groups share one set of 8 */
 }
 
-/* A K block's fields (u) and their windows' scales (s16), plane order; the integers it needs
- * for the corrections: sc, mn (bytes), sets (the scales as int16). */
-MV_AI void gb_k_block(const qtk__gfmt f, const uint8_t *blk, mvi *u, mvi *s16, mvi *set0, mvi *set1, mvi *mn0, mvi *mn1) {
-    const mvi m4 = mvi_set1_8(0x0f), m2 = mvi_set1_8(0x03), m1 = mvi_set1_8(0x01);
-    unsigned v = 0;
+/* A K block's sub-scales as int16 sets: set0 holds groups 0-7 and set1 groups 8-15 (each
+ * repeated per 16-byte lane; Q4_K/Q5_K: both the 8 scales); mn0 Q4_K/Q5_K's 8 mins. */
+MV_AI void gb_k_sets(const qtk__gfmt f, const uint8_t *blk, mvi *set0, mvi *set1, mvi *mn0) {
     switch (f) {
     case QTK__GF_Q4_K:
     case QTK__GF_Q5_K: {
-        const bool five = f == QTK__GF_Q5_K;
-        const uint8_t *qs = blk + (five ? 48 : 16), *qh = blk + 16;
         uint64_t sc, mn;
         gb_scales_k4(blk + 4, &sc, &mn);
         *set0 = *set1 = mvi_set16x8_u64(sc);
         *mn0 = mvi_set16x8_u64(mn);
-        MV_UNROLL
-        for (unsigned p = 0; p < 2; p++)
-            MV_UNROLL
-            for (unsigned j = 0; j < 128; j += MV_B, v++) {
-                mvi raw = mvi_loadu(qs + j), x = p ? mvi_and(mvi_srli(raw, 4), m4) : mvi_and(raw, m4);
-                if (five) { /* bit 2c + p of each byte to bit 4 (masked before the shift: no byte spills) */
-                    mvi h = mvi_loadu(qh + j % 32);
-                    x = mvi_or(x, mvi_slli(mvi_and(mvi_srli(h, 2 * (j / 32) + p), m1), 4));
-                }
-                u[v] = x;
-                s16[v] = gb_window_scales(f, *set0, *set1, p, j);
-            }
         break;
     }
     case QTK__GF_Q6_K: {
-        const uint8_t *ql = blk, *qh = blk + 128;
         const int8_t *s8 = (const int8_t *)(blk + 192);
         *set0 = mvi_set16x8s(s8), *set1 = mvi_set16x8s(s8 + 8);
-        MV_UNROLL
-        for (unsigned p = 0; p < 2; p++)
-            MV_UNROLL
-            for (unsigned j = 0; j < 128; j += MV_B, v++) {
-                const unsigned h = j / 64, g = (j % 64) / 32 + 2 * p;
-                mvi raw = mvi_loadu(ql + j), lo = p ? mvi_and(mvi_srli(raw, 4), m4) : mvi_and(raw, m4);
-                mvi hb = mvi_loadu(qh + 32 * h + j % 32);
-                u[v] = mvi_or(lo, mvi_slli(mvi_and(mvi_srli(hb, 2 * g), m2), 4));
-                s16[v] = gb_window_scales(f, *set0, *set1, p, j);
-            }
+        *mn0 = mvi_zero();
         break;
+    }
+    case QTK__GF_Q3_K: {
+        uint64_t lo, hi;
+        gb_scales_k3(blk + 96, &lo, &hi);
+        const mvi bias = mvi_set1_16(-32);
+        *set0 = mvi_add16(mvi_set16x8_u64(lo), bias), *set1 = mvi_add16(mvi_set16x8_u64(hi), bias);
+        *mn0 = mvi_zero();
+        break;
+    }
+    default: /* Q2_K: the low nibbles (its mins, the high ones, go straight into gb_k_corr) */
+        mvi_sets16_nib(blk, 0, set0, set1);
+        *mn0 = mvi_zero();
+        break;
+    }
+}
+
+/* The planes of a K block and the bytes of each */
+#define GB_PLANES(f) ((f) == QTK__GF_Q2_K || (f) == QTK__GF_Q3_K ? 4u : 2u)
+
+/* The unsigned fields of the window at byte j of plane p (plane order: the activations' layout):
+ * one load of the low- or high-nibble or 2-bit plane, the 5th / 3rd / high bits merged from
+ * their masks (masked before the shift: no byte spills into its neighbour). */
+MV_AI mvi gb_k_fields(const qtk__gfmt f, const uint8_t *blk, unsigned p, unsigned j) {
+    const mvi m4 = mvi_set1_8(0x0f), m2 = mvi_set1_8(0x03), m1 = mvi_set1_8(0x01);
+    switch (f) {
+    case QTK__GF_Q4_K:
+    case QTK__GF_Q5_K: {
+        const bool five = f == QTK__GF_Q5_K;
+        mvi raw = mvi_loadu(blk + (five ? 48 : 16) + j), x = p ? mvi_and(mvi_srli(raw, 4), m4) : mvi_and(raw, m4);
+        if (five) /* bit 2c + p of the mask byte to bit 4 */
+            x = mvi_or(x, mvi_slli(mvi_and(mvi_srli(mvi_loadu(blk + 16 + j % 32), 2 * (j / 32) + p), m1), 4));
+        return x;
+    }
+    case QTK__GF_Q6_K: {
+        const unsigned h = j / 64, g = (j % 64) / 32 + 2 * p;
+        mvi raw = mvi_loadu(blk + j), lo = p ? mvi_and(mvi_srli(raw, 4), m4) : mvi_and(raw, m4);
+        mvi hb = mvi_loadu(blk + 128 + 32 * h + j % 32);
+        return mvi_or(lo, mvi_slli(mvi_and(mvi_srli(hb, 2 * g), m2), 4));
     }
     case QTK__GF_Q3_K:
     case QTK__GF_Q2_K:
     default: {
         const bool three = f == QTK__GF_Q3_K;
-        const uint8_t *qs = blk + (three ? 32 : 16), *hm = blk;
-        if (three) {
-            uint64_t lo, hi;
-            gb_scales_k3(blk + 96, &lo, &hi);
-            const mvi bias = mvi_set1_16(-32);
-            *set0 = mvi_add16(mvi_set16x8_u64(lo), bias), *set1 = mvi_add16(mvi_set16x8_u64(hi), bias);
-        } else {
-            mvi_sets16_nib(blk, 0, set0, set1);
-            mvi_sets16_nib(blk, 4, mn0, mn1);
-        }
-        MV_UNROLL
-        for (unsigned p = 0; p < 4; p++)
-            MV_UNROLL
-            for (unsigned j = 0; j < 64; j += MV_B, v++) {
-                mvi x = mvi_and(mvi_srli(mvi_loadu(qs + j), 2 * p), m2);
-                if (three) { /* bit 4h + p of each byte to bit 2 */
-                    mvi h = mvi_loadu(hm + j % 32);
-                    x = mvi_or(x, mvi_slli(mvi_and(mvi_srli(h, 4 * (j / 32) + p), m1), 2));
-                }
-                u[v] = x;
-                s16[v] = gb_window_scales(f, *set0, *set1, p, j);
-            }
-        break;
+        mvi x = mvi_and(mvi_srli(mvi_loadu(blk + (three ? 32 : 16) + j), 2 * p), m2);
+        if (three) /* bit 4h + p of the mask byte to bit 2 */
+            x = mvi_or(x, mvi_slli(mvi_and(mvi_srli(mvi_loadu(blk + j % 32), 4 * (j / 32) + p), m1), 2));
+        return x;
     }
+    }
+}
+
+/* The correction of one row of x from its per-group sums xb: Σ mn_g xb_g (the mins: Q2_K,
+ * Q4_K, Q5_K) or Σ sc_g xb_g (Q3_K, Q6_K: their fields are the values + 4 or + 32), as int32
+ * lanes to be summed. */
+MV_AI mvi gb_k_corr(const qtk__gfmt f, const uint8_t *blk, mvi set0, mvi set1, mvi mn0, const int16_t *xb) {
+    switch (f) {
+    case QTK__GF_Q4_K:
+    case QTK__GF_Q5_K: return mvi_madd16(mn0, mvi_load16z(xb));
+    case QTK__GF_Q2_K: return mvi_dot_nib16(blk, 4, xb);
+    default:
+#if MV_B == 32
+        return mvi_madd16(mvi_half_blend(set0, set1), mvi_loadu(xb));
+#else
+        return mvi_add(mvi_madd16(set0, mvi_loadu(xb)), mvi_madd16(set1, mvi_loadu(xb + 8)));
+#endif
     }
 }
 
@@ -141,10 +151,19 @@ MV_AI void gb_32_vectors(const qtk__gfmt f, const uint8_t *blk, mvi *u) {
 }
 
 /* The K types: blocks 8 at a time, block b in lane b mod 8 (mm_gb.h): their integer sums reduced
- * together (mvi_hsum8), their f16 words gathered, their float parts in vectors. */
+ * together (mvi_hsum8), their f16 words gathered, their float parts in vectors. One row of x
+ * (M = 1): each window's fields go straight into the sums; more: a block's fields and scales
+ * are made once and serve every row of x of the chunk. */
+/* how many of vector v's MV_L lanes hold one of the nbb (<= 8) blocks */
+MV_AI size_t gb_lanes_of(size_t nbb, unsigned v) {
+    const size_t at = (size_t)v * MV_L;
+    return nbb <= at ? 0 : nbb - at < MV_L ? nbb - at : MV_L;
+}
+
 MV_AI void gb_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
     const bool affine = f == QTK__GF_Q2_K || f == QTK__GF_Q4_K || f == QTK__GF_Q5_K;
     const size_t bytes = gb_bytes[f], nb = c->K / 256, G = f == QTK__GF_Q4_K || f == QTK__GF_Q5_K ? 8 : 16;
+    const unsigned P = GB_PLANES(f), PB = 256 / P;
     /* the f16 words: d and dmin side by side (affine), or d as the high half of the word before it */
     const size_t w_at = f == QTK__GF_Q2_K ? 80 : f == QTK__GF_Q3_K ? 106 : f == QTK__GF_Q6_K ? 206 : 0;
     for (size_t n = n0; n < n1; n++) {
@@ -166,21 +185,46 @@ MV_AI void gb_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const 
                     const uint8_t *blk = blk0 + bb * bytes;
                     /* every line of the block, QTK__MM_PF_BYTES ahead (blocks are not lines) */
                     for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
-                    mvi u[GB_NV], s16[GB_NV], set0, set1, mn0 = mvi_zero(), mn1 = mvi_zero();
-                    gb_k_block(f, blk, u, s16, &set0, &set1, &mn0, &mn1);
+                    mvi set0, set1, mn0;
+                    gb_k_sets(f, blk, &set0, &set1, &mn0);
+                    const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
+                    const int16_t *xb = c->xb + m0 * c->xb_ld + (b0 + bb) * G;
+                    if (M == 1) {
+                        mvi a = mvi_zero();
+                        unsigned v = 0;
+                        MV_UNROLL
+                        for (unsigned p = 0; p < P; p++)
+                            MV_UNROLL
+                            for (unsigned j = 0; j < PB; j += MV_B, v++)
+                                a = mvi_add(a, mvi_madd16(mvi_maddubs(gb_k_fields(f, blk, p, j), mvi_loadu(xq + v * MV_B)),
+                                                          gb_window_scales(f, set0, set1, p, j)));
+                        ai[0][bb] = a, am[0][bb] = gb_k_corr(f, blk, set0, set1, mn0, xb);
+                        continue;
+                    }
+                    mvi u[GB_NV], s16[GB_NV];
+                    unsigned v = 0;
+                    MV_UNROLL
+                    for (unsigned p = 0; p < P; p++)
+                        MV_UNROLL
+                        for (unsigned j = 0; j < PB; j += MV_B, v++)
+                            u[v] = gb_k_fields(f, blk, p, j), s16[v] = gb_window_scales(f, set0, set1, p, j);
                     for (size_t mi = 0; mi < mc; mi++) {
-                        const int8_t *xq = c->xq + (m0 + mi) * c->kq + (b0 + bb) * 256;
-                        const int16_t *xb = c->xb + (m0 + mi) * c->xb_ld + (b0 + bb) * G;
-                        mvi a = mvi_zero(), g;
+                        const int8_t *xm = xq + mi * c->kq;
+                        mvi a = mvi_zero();
                         MV_UNROLL
                         for (unsigned i = 0; i < GB_NV; i++)
-                            a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xq + i * MV_B)), s16[i]));
-                        if (f == QTK__GF_Q4_K || f == QTK__GF_Q5_K) g = mvi_madd16(mn0, mvi_load16z(xb));
-                        else if (f == QTK__GF_Q2_K) g = mvi_add(mvi_madd16(mn0, mvi_load16z(xb)), mvi_madd16(mn1, mvi_load16z(xb + 8)));
-                        else /* the fields are the values + 32 (Q6_K) or + 4 (Q3_K): Σ sc x the sums */
-                            g = mvi_add(mvi_madd16(set0, mvi_load16z(xb)), mvi_madd16(set1, mvi_load16z(xb + 8)));
-                        ai[mi][bb] = a, am[mi][bb] = g;
+                            a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_loadu(xm + i * MV_B)), s16[i]));
+                        ai[mi][bb] = a, am[mi][bb] = gb_k_corr(f, blk, set0, set1, mn0, xb + mi * c->xb_ld);
                     }
+                }
+                /* the blocks' d (and dmin) as f32, for every row of x */
+                mvf dd[8 / MV_L], dm[8 / MV_L];
+                MV_UNROLL
+                for (unsigned v = 0; v < 8 / MV_L; v++) {
+                    const size_t nv = gb_lanes_of(nbb, v);
+                    const mvi w = mvi_gather32s(blk0 + (size_t)v * MV_L * bytes + w_at, (int)bytes, nv);
+                    dd[v] = affine ? mvf_f16_lo(w) : mvf_f16_hi(w);
+                    dm[v] = affine ? mvf_f16_hi(w) : mvf_zero();
                 }
                 for (size_t mi = 0; mi < mc; mi++) {
                     const size_t m = m0 + mi;
@@ -189,16 +233,15 @@ MV_AI void gb_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const 
                     mvi_hsum8(am[mi], gsum);
                     MV_UNROLL
                     for (unsigned v = 0; v < 8 / MV_L; v++) {
-                        const size_t nv = nbb > v * MV_L ? nbb - v * MV_L : 0;
-                        const mvi w = mvi_gather32s(blk0 + (size_t)v * MV_L * bytes + w_at, (int)bytes, nv);
+                        const size_t nv = gb_lanes_of(nbb, v);
                         const mvf sx = mvf_load_n(c->xs + m * c->xs_ld + b0 + v * MV_L, nv);
                         mvi I = mvi_loadu(isum + v * MV_L), Gs = mvi_loadu(gsum + v * MV_L);
                         if (!affine) I = mvi_sub(I, mvi_slli(Gs, f == QTK__GF_Q6_K ? 5 : 2));
-                        mvf ad = mvf_mul(affine ? mvf_f16_lo(w) : mvf_f16_hi(w), sx);
+                        mvf ad = mvf_mul(dd[v], sx);
                         if (clamp) ad = mvf_clamp_finite(ad);
                         mvf t = mvf_mul(ad, mvf_from_i(I));
                         if (affine) { /* minus the mins: x - y is x + (-y) exactly */
-                            mvf bm = mvf_mul(mvf_f16_hi(w), sx);
+                            mvf bm = mvf_mul(dm[v], sx);
                             if (clamp) bm = mvf_clamp_finite(bm);
                             t = mvf_add(t, mvf_mul(mvf_mul(bm, mvf_from_i(Gs)), mvf_set1(-1.0f)));
                         }
@@ -262,7 +305,7 @@ MV_AI void gb_rows32_m(const qtk__gfmt f, const size_t M, const bool clamp, cons
                     mvi_hsum8(a[mi], isum);
                     MV_UNROLL
                     for (unsigned v = 0; v < 8 / MV_L; v++) {
-                        const size_t nv = nbb > v * MV_L ? nbb - v * MV_L : 0;
+                        const size_t nv = gb_lanes_of(nbb, v);
                         const mvi w = mvi_gather32s(blk0 + (size_t)v * MV_L * bytes, (int)bytes, nv);
                         const mvf sx = mvf_load_n(c->xs + m * c->xs_ld + b0 + v * MV_L, nv);
                         mvi I = mvi_loadu(isum + v * MV_L);

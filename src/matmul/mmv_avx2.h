@@ -197,6 +197,11 @@ MV_AI void mvi_hsum8(const mvi *a, int32_t *out) {
     __m256i lo = _mm256_permute2x128_si256(q0, q1, 0x20), hi = _mm256_permute2x128_si256(q0, q1, 0x31);
     _mm256_storeu_si256((__m256i *)(void *)out, _mm256_add_epi32(lo, hi));
 }
+/* int32 lanes that sum to the dot product of the 16 nibbles (p[i] >> shift) & 15 with x[0..15] */
+MV_AI mvi mvi_dot_nib16(const uint8_t *p, unsigned shift, const int16_t *x) {
+    __m128i v = _mm_and_si128(_mm_srli_epi16(_mm_loadu_si128((const __m128i *)(const void *)p), (int)shift), _mm_set1_epi8(0x0f));
+    return _mm256_madd_epi16(_mm256_cvtepu8_epi16(v), _mm256_loadu_si256((const __m256i *)(const void *)x));
+}
 /* 16 bytes at p, the rest 0 */
 MV_AI mvi mvi_load16z(const void *p) { return _mm256_set_m128i(_mm_setzero_si128(), _mm_loadu_si128((const __m128i *)p)); }
 /* the two f16 of w (d low, m high) times sx, each broadcast: *a = d sx, *b = m sx (one rounding each) */

@@ -375,6 +375,12 @@ MV_AI void mvi_sets16_nib(const uint8_t *p, unsigned shift, mvi *s0, mvi *s1) {
     for (int i = 0; i < 2 * MV_L; i++) a[i] = (int16_t)((p[i % 8] >> shift) & 15), b[i] = (int16_t)((p[8 + i % 8] >> shift) & 15);
     *s0 = mv_ih(a), *s1 = mv_ih(b);
 }
+/* int32 lanes that sum to the dot product of the 16 nibbles (p[i] >> shift) & 15 with x[0..15] */
+MV_AI mvi mvi_dot_nib16(const uint8_t *p, unsigned shift, const int16_t *x) {
+    mvi r = {0};
+    for (int i = 0; i < 16; i++) r[i % MV_L] += ((p[i] >> shift) & 15) * (int32_t)x[i];
+    return r;
+}
 MV_AI mvi mvi_set1_16(int16_t v) {
     mvh_ r = {0};
     for (int i = 0; i < 2 * MV_L; i++) r[i] = v;
