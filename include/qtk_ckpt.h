@@ -364,7 +364,8 @@ typedef enum qtk_reason {
     QTK_WHY_SMALL,         /* the default scheme passed it over: rank < 2 or < min_elements */
     QTK_WHY_NO_SCHEME,     /* no default scheme: copied */
     QTK_WHY_SAME,          /* already in the scheme asked for: copied bit for bit */
-    QTK_WHY_FORMAT         /* the output format cannot hold it as it is: dequantized */
+    QTK_WHY_FORMAT,        /* the output format cannot hold it as it is: dequantized */
+    QTK_WHY_MIXTURE        /* the mixture (llama.cpp's file type) chose its type, or keeps it */
 } qtk_reason;
 
 typedef enum qtk_event_kind {
@@ -429,6 +430,11 @@ typedef struct qtk_convert_options {
      * NOTICE event names it; an entry whose columns (or experts) do not match the tensor's
      * shape is an error. The matrix is only read, and must outlive the call. */
     const qtk_imatrix *imatrix;
+    /* Optional: one of llama.cpp's file types ("q4_k_m", "q5_k_m", "q3_k_m", "q4_k_s",
+     * "q5_k_s", "q6_k", "q8_0"), which chooses each tensor's ggml type by llama-quantize's
+     * rules (docs/gguf.md) in place of a default scheme: scheme must be NULL. Rules, only and
+     * skip still come first; min_elements does not apply (llama.cpp's own tests do). */
+    const char *mixture;
 } qtk_convert_options;
 
 /* What checks the options (regexes, specs, dtype, layout) without touching a file. */

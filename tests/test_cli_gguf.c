@@ -120,6 +120,25 @@ static void convert_synth(void) {
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
 }
 
+/* --preset: llama.cpp's Q4_K_M mixture on Hugging Face names; each choice says its rule */
+static void convert_preset(void) {
+    CHECK(run("synth h.safetensors --layers 8 --hidden 256 --ffn 512 --kv 256 --vocab 512 --dtype f32") == 0);
+    CHECK(run("convert h.safetensors h.gguf --preset q4_k_m --verbose") == 0);
+    /* 8 layers: more bits where i < 1, i >= 7 or (i - 1) % 3 == 2 */
+    CHECK_MSG(strstr(out, "model.layers.3.self_attn.v_proj.weight [256x256] F32 -> ") &&
+                  strstr(out, "(q4_k_m: attention v 3 of 8: Q6_K)") && strstr(out, "(q4_k_m: attention v 2 of 8: Q4_K)") &&
+                  strstr(out, "(q4_k_m: ffn_down of layer 7 of 8: Q6_K)") && strstr(out, "(q4_k_m: output tensor: Q6_K)") &&
+                  strstr(out, "(q4_k_m: not quantized by llama.cpp)"),
+              "%s", out);
+    CHECK(run("inspect h.gguf") == 0 && row("model.layers.3.self_attn.v_proj.weight", "Q6_K") &&
+          row("model.layers.2.self_attn.v_proj.weight", "Q4_K") && row("lm_head.weight", "Q6_K") &&
+          row("model.norm.weight", "F32"));
+    CHECK(run("convert h.safetensors x.gguf --preset q4_k_m --scheme q8s") != 0 && strstr(err, "give one"));
+    CHECK(run("convert h.safetensors x.gguf --preset q4_k_x") != 0 && strstr(err, "q4_k_x") &&
+          strstr(err, "q3_k_m q4_k_s q4_k_m"));
+    CHECK(!file_exists(tmp_path("x.gguf")));
+}
+
 static void write_file(const char *name, const uint8_t *b, size_t n) {
     FILE *f = fopen(tmp_path(name), "wb");
     if (f) {
@@ -163,7 +182,7 @@ int main(int argc, char **argv) {
         printf("cli_gguf: $QTK_SHARED_DIR/data/ggml is missing: ggml's files are not tested\n");
     }
     tmp_dir_make();
-    static const test_case cases[] = {T(inspect_ggml), T(convert_ggml), T(convert_synth), T(malformed)};
+    static const test_case cases[] = {T(inspect_ggml), T(convert_ggml), T(convert_synth), T(convert_preset), T(malformed)};
     int rc = test_run("cli_gguf", cases, sizeof cases / sizeof cases[0], argc, argv);
     tmp_dir_remove();
     return rc;

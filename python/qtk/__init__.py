@@ -220,6 +220,7 @@ def convert(
     max_shard_size: Union[None, int, str] = None,
     threads: Optional[int] = None,
     imatrix: Optional[PathLike] = None,
+    preset: Optional[str] = None,
 ) -> Dict[str, Any]:
     """Converts the checkpoint at src into dst, between formats and schemes, one tensor at a time.
 
@@ -232,7 +233,10 @@ def convert(
        ``'REGEX=SPEC'`` strings): SPEC, ``'none'`` (dequantize) or ``'keep'`` (copy);
     4. ``scheme`` (a spec, preset or qtk.Scheme) quantizes tensors of rank >= 2 with at least
        ``min_elements`` elements; ``'none'`` dequantizes every quantized tensor to ``dtype``
-       ('f32' by default, 'f16', 'bf16'); None copies every tensor as it is.
+       ('f32' by default, 'f16', 'bf16'); None copies every tensor as it is. ``preset``
+       (one of llama.cpp's file types: 'q4_k_m', 'q5_k_m', 'q3_k_m', 'q4_k_s', 'q5_k_s',
+       'q6_k', 'q8_0'; with no ``scheme``) instead gives each weight the ggml type
+       llama-quantize picks for it (docs/gguf.md, Mixture presets).
 
     A quantized tensor already in the target scheme is copied bit for bit; others are
     re-quantized. ``cast_floats`` converts the remaining float tensors to ``dtype`` too.
@@ -264,7 +268,7 @@ def convert(
             min_elements=min_elements, dtype=dtype, cast_floats=cast_floats,
             calibration=calibration, input_layout=input_layout, layout=layout,
             max_shard_size=_size(max_shard_size), force=force, threads=threads, progress=cb,
-            imatrix=imatrix)
+            imatrix=imatrix, preset=preset)
     finally:
         if bar is not None:
             bar.close()

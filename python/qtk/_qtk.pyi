@@ -132,7 +132,8 @@ def convert(src: _Path, dst: _Path, scheme: Optional[_SchemeLike] = None, rules:
             dtype: _DType = None, cast_floats: bool = False, calibration: Optional[str] = "minmax",
             input_layout: Optional[str] = None, layout: Optional[str] = None, max_shard_size: Optional[int] = None,
             force: bool = False, threads: Optional[int] = None,
-            progress: Optional[Callable[[int, int, int, int], Any]] = None, imatrix: Optional[_Path] = None) -> Dict[str, Any]: ...
+            progress: Optional[Callable[[int, int, int, int], Any]] = None, imatrix: Optional[_Path] = None,
+            preset: Optional[str] = None) -> Dict[str, Any]: ...
 def evaluate(path: _Path, schemes: Sequence[str], calibrations: Optional[Sequence[str]] = None,
              only: Optional[str] = None, skip: Optional[str] = None, min_elements: Optional[int] = 1024,
              input_layout: Optional[str] = None, threads: Optional[int] = None,

@@ -187,7 +187,7 @@ static int open_imatrix(PyObject *o, qtk_imatrix **out) {
 const char qtkpy_convert_doc[] =
     "convert(src, dst, scheme=None, rules=None, only=None, skip=None, min_elements=1024, dtype=None,\n"
     "        cast_floats=False, calibration='minmax', input_layout=None, layout=None, max_shard_size=None,\n"
-    "        force=False, threads=None, progress=None, imatrix=None) -> dict\n\n"
+    "        force=False, threads=None, progress=None, imatrix=None, preset=None) -> dict\n\n"
     "The C entry point of qtk.convert (which see); progress is None or a callable taking\n"
     "(done, total, bytes_done, bytes_total).";
 
@@ -195,17 +195,18 @@ PyObject *qtkpy_convert(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
     static const char *kwlist[] = {"src", "dst", "scheme", "rules", "only", "skip", "min_elements", "dtype",
                                    "cast_floats", "calibration", "input_layout", "layout", "max_shard_size", "force",
-                                   "threads", "progress", "imatrix", NULL};
+                                   "threads", "progress", "imatrix", "preset", NULL};
     PyObject *src = NULL, *dst = NULL, *scheme_o = Py_None, *rules_o = Py_None, *only_o = Py_None, *skip_o = Py_None,
-             *minel_o = Py_None, *shard_o = Py_None, *progress = Py_None, *imatrix_o = Py_None;
+             *minel_o = Py_None, *shard_o = Py_None, *progress = Py_None, *imatrix_o = Py_None,
+             *preset_o = Py_None;
     qtk_imatrix *im = NULL;
     qtk_convert_options o = {0};
     int cast = 0, force = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&|OOOOOO&pO&O&O&OpO&OO:convert", QTKPY_KW(kwlist), qtkpy_path_conv, &src,
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O&O&|OOOOOO&pO&O&O&OpO&OOO:convert", QTKPY_KW(kwlist), qtkpy_path_conv, &src,
                                      qtkpy_path_conv, &dst, &scheme_o, &rules_o, &only_o, &skip_o, &minel_o,
                                      out_dtype_conv, &o.dtype, &cast, qtkpy_calibration_conv, &o.calibration,
                                      qtkpy_layout_conv, &o.input_layout, qtkpy_layout_conv, &o.layout, &shard_o, &force,
-                                     qtkpy_threads_conv, &o.threads, &progress, &imatrix_o)) {
+                                     qtkpy_threads_conv, &o.threads, &progress, &imatrix_o, &preset_o)) {
         Py_XDECREF(src);
         Py_XDECREF(dst);
         return qtkpy_rewrap("convert");
@@ -228,7 +229,7 @@ PyObject *qtkpy_convert(PyObject *self, PyObject *args, PyObject *kw) {
         Py_INCREF(scheme_o);
     if (opt_str(scheme_o, "scheme", &o.scheme) || opt_str(only_o, "only", &o.only) || opt_str(skip_o, "skip", &o.skip) ||
         str_list(rules_o, "rules", &rules, &o.n_rules) || opt_size(minel_o, "min_elements", &o.min_elements) ||
-        opt_size(shard_o, "max_shard_size", &o.max_shard_bytes))
+        opt_size(shard_o, "max_shard_size", &o.max_shard_bytes) || opt_str(preset_o, "preset", &o.mixture))
         goto done_scheme;
     if (minel_o != Py_None && o.min_elements == 0) o.min_elements = 1; /* 0 would mean the default */
     o.rules = rules;

@@ -229,3 +229,27 @@ def test_imatrix_convert_and_evaluate(tmp_path):
     with pytest.raises(qtk.Error) as e:
         qtk.evaluate(tmp_path / "m.safetensors", [spec], imatrix=tmp_path / "missing.dat")
     assert e.value.status == "QTK_E_IO" and not (tmp_path / "x.bpk").exists()
+
+
+def test_preset_gives_llama_cpp_types(tmp_path):
+    rng = np.random.default_rng(9)
+    t = {}
+    for layer in range(4):
+        for name in ("attn_q", "attn_v", "ffn_down"):
+            t[f"blk.{layer}.{name}.weight"] = (0.02 * rng.standard_normal((64, 256))).astype(np.float32)
+        t[f"blk.{layer}.attn_norm.weight"] = np.ones(256, np.float32)
+    t["output.weight"] = (0.02 * rng.standard_normal((64, 256))).astype(np.float32)
+    qtk.save(tmp_path / "m.safetensors", t)
+    s = qtk.convert(tmp_path / "m.safetensors", tmp_path / "m.gguf", preset="q4_k_m")
+    why = {p["name"]: p["why"] for p in s["plan"]}
+    assert why["blk.2.attn_v.weight"] == "q4_k_m: attention v 2 of 4: Q6_K"
+    assert why["blk.1.attn_v.weight"] == "q4_k_m: attention v 1 of 4: Q4_K"
+    assert why["blk.0.attn_norm.weight"] == "q4_k_m: not quantized by llama.cpp"
+    with qtk.open(tmp_path / "m.gguf") as c:
+        assert str(c.tensor("blk.2.attn_v.weight").scheme) == str(qtk.Scheme("q6_k"))
+        assert str(c.tensor("output.weight").scheme) == str(qtk.Scheme("q6_k"))
+        assert str(c.tensor("blk.1.attn_q.weight").scheme) == str(qtk.Scheme("q4_k"))
+    with pytest.raises(qtk.Error, match="give one"):
+        qtk.convert(tmp_path / "m.safetensors", tmp_path / "x.gguf", preset="q4_k_m", scheme="q8s")
+    with pytest.raises(qtk.Error, match="q4_k_x"):
+        qtk.convert(tmp_path / "m.safetensors", tmp_path / "x.gguf", preset="q4_k_x")

@@ -5,7 +5,8 @@
 #include <string.h>
 
 static const char usage[] =
-    "usage: qtk convert IN OUT [--scheme SPEC|none] [--dtype f32|f16|bf16] [--calibration C] [--imatrix FILE]\n"
+    "usage: qtk convert IN OUT [--scheme SPEC|none | --preset MIX] [--dtype f32|f16|bf16] [--calibration C]\n"
+    "                   [--imatrix FILE]\n"
     "                   [--only REGEX] [--skip REGEX] [--rule 'REGEX=SPEC']... [--min-elements N]\n"
     "                   [--layout L] [--max-shard-size SIZE] [--force] [--threads N] [--verbose]\n"
     "\n"
@@ -29,6 +30,9 @@ static const char usage_rules[] =
     "     (default 1024): 1-D biases and norms and tiny tensors stay as they are. A quantized\n"
     "     tensor is re-quantized (qtk_convert); one already in SPEC is copied bit for bit.\n"
     "     --scheme none dequantizes every quantized tensor to --dtype (default f32).\n"
+    "     --preset MIX instead gives each tensor the ggml type llama.cpp's llama-quantize\n"
+    "     picks for that file type (rank >= 2 weights; norms, routers and the like as they\n"
+    "     are); --verbose says which rule chose each type (docs/gguf.md, Mixture presets).\n"
     "     Without --scheme every tensor is copied: 'qtk convert a.bpk b.bpk' reproduces the\n"
     "     file byte for byte, and .bpk <-> .safetensors keeps quantized tensors bit-exact.\n"
     "--dtype also converts the float tensors that stay float (not those --skip or a 'keep'\n"
@@ -38,6 +42,8 @@ static const char usage_rules[] =
     "REGEX is POSIX extended and matches anywhere in the name (anchor with ^ and $).\n"
     "\n"
     "  --scheme SPEC       a spec string or preset (see 'qtk scheme --help'), or none\n"
+    "  --preset MIX        llama.cpp's file type: q4_k_m, q5_k_m, q3_k_m, q4_k_s, q5_k_s, q6_k,\n"
+    "                      q8_0 (usually with a .gguf OUT and --calibration mse)\n"
     "  --dtype D           what dequantized tensors become (f32 by default), and float tensors\n"
     "                      that stay float: f32, f16, bf16\n"
     "  --calibration C     how quantized tensors choose their scales: minmax (default), absmean,\n"
@@ -64,12 +70,11 @@ static const char usage_formats[] =
     "model to plain bf16 shards:  qtk convert MODEL_DIR OUT_DIR --scheme none --dtype bf16\n"
     "Burnpack holds block dims up to 255 (Burn's limit) and no F8/F4 raw tensors.\n"
     "\n"
-    "GGUF (docs/gguf.md): ggml types a qtk scheme holds exactly (Q8_0, Q4_0, Q5_0, Q3_K, Q6_K,\n"
-    "Q8_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0) are read as that scheme and\n"
-    "written back as the same type with the same bytes; Q4_1, Q5_1, Q2_K, Q4_K and Q5_K (offsets)\n"
-    "are read as F32, exactly as ggml dequantizes them, and a note says so; converting them to a\n"
-    "scheme prints what the re-quantization cost (SQNR). GGUF output takes the schemes that have\n"
-    "a lossless ggml type (the rule above holds for the others).\n";
+    "GGUF (docs/gguf.md): the ggml types a qtk scheme holds exactly (Q8_0, Q4_0, Q4_1, Q5_0, Q5_1,\n"
+    "Q2_K, Q3_K, Q4_K, Q5_K, Q6_K, Q8_K, IQ4_NL, IQ4_XS, MXFP4, NVFP4, TQ1_0, TQ2_0, Q1_0, Q2_0)\n"
+    "are read as that scheme and written back as the same type with the same bytes; converting\n"
+    "them to another scheme prints what the re-quantization cost (SQNR). GGUF output takes the\n"
+    "schemes that have a lossless ggml type (the rule above holds for the others).\n";
 
 typedef struct {
     cli_progress bar; /* first: cli_progress_update reads the context as its bar */
@@ -90,6 +95,7 @@ static const char *why_str(const qtk_convert_event *e) {
     case QTK_WHY_SKIP: return strcmp(e->why, "skip") == 0 ? "--skip" : "not --only";
     case QTK_WHY_DEFAULT: return "--scheme";
     case QTK_WHY_NO_SCHEME: return "no --scheme";
+    case QTK_WHY_MIXTURE: return e->why; /* "q4_k_m: attention v 3 of 32: Q6_K" */
     default: return e->why;
     }
 }
@@ -162,7 +168,7 @@ static bool parse_size(const char *s, size_t *out) {
 int cmd_convert(int argc, char **argv) {
     const char *cmd = "convert";
     const char *spec = NULL, *dtype = NULL, *only = NULL, *skip = NULL, *min_s = NULL, *threads_s = NULL;
-    const char *layout_s = NULL, *shard_s = NULL, *cal_s = NULL, *imatrix_s = NULL;
+    const char *layout_s = NULL, *shard_s = NULL, *cal_s = NULL, *imatrix_s = NULL, *preset = NULL;
     const char **rules = NULL;
     int n_rules = 0;
     bool force = false, verbose = false;
@@ -173,7 +179,7 @@ int cmd_convert(int argc, char **argv) {
         {"force", false, NULL, &force, NULL, NULL}, {"threads", true, &threads_s, NULL, NULL, NULL},
         {"verbose", false, NULL, &verbose, NULL, NULL}, {"layout", true, &layout_s, NULL, NULL, NULL},
         {"max-shard-size", true, &shard_s, NULL, NULL, NULL}, {"calibration", true, &cal_s, NULL, NULL, NULL},
-        {"imatrix", true, &imatrix_s, NULL, NULL, NULL},
+        {"imatrix", true, &imatrix_s, NULL, NULL, NULL}, {"preset", true, &preset, NULL, NULL, NULL},
     };
     const char *pos[2];
     int npos;
@@ -187,7 +193,7 @@ int cmd_convert(int argc, char **argv) {
     long threads = 0, min_el = QTK_MIN_ELEMENTS_DEFAULT;
     convert_ctx ctx = {.verbose = verbose};
     qtk_convert_options o = {.scheme = spec, .rules = rules, .n_rules = (size_t)n_rules, .only = only, .skip = skip,
-                             .force = force, .event = on_event, .ctx = &ctx};
+                             .force = force, .event = on_event, .ctx = &ctx, .mixture = preset};
     if (npos != 2) rc = cli_usage_error(cmd, "expected IN and OUT");
     else if (threads_s && !cli_parse_int(threads_s, 1, 4096, &threads))
         rc = cli_usage_error(cmd, "--threads '%s' is not 1..4096", threads_s);

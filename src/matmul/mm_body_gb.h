@@ -33,8 +33,8 @@ MV_AI void gb_scales_k4(const uint8_t *S, uint64_t *sc, uint64_t *mn) {
 /* Q3_K: 16 six-bit scales biased by 32 in 12 bytes, as the bytes of two u64 */
 MV_AI void gb_scales_k3(const uint8_t *S, uint64_t *lo, uint64_t *hi) {
     const uint32_t w0 = qtk__ld32(S), w1 = qtk__ld32(S + 4), w2 = qtk__ld32(S + 8);
-    *lo = (uint64_t)((w0 & 0x0f0f0f0fu) | ((w2 << 4) & 0x30303030u)) |
-          (uint64_t)((w1 & 0x0f0f0f0fu) | ((w2 << 2) & 0x30303030u)) << 32;
+    *lo = (uint64_t)((w0 & 0x0f0f0f0fu) | ((w2 & 0x03030303u) << 4)) |
+          (uint64_t)((w1 & 0x0f0f0f0fu) | ((w2 & 0x0c0c0c0cu) << 2)) << 32;
     *hi = (uint64_t)(((w0 >> 4) & 0x0f0f0f0fu) | (w2 & 0x30303030u)) |
           (uint64_t)(((w1 >> 4) & 0x0f0f0f0fu) | ((w2 >> 2) & 0x30303030u)) << 32;
 }

@@ -141,7 +141,7 @@ static qtk_status plan(qtk_ckpt *c, const qtk__select *sel, bool cast, qtk_write
     for (size_t i = 0; i < in->n_tensors && !st; i++) {
         const qtk_ckpt_tensor *t = &in->tensors[i];
         qtk__decision *d = &dec[i];
-        qtk__select_decide(sel, t, d);
+        qtk__select_decide(sel, t, i, d);
         if (cast) cast_float(sel, t, d);
         const char *hint = hint_for(t, hints, nh);
         st = fit_format(w, t, hint, d);
@@ -264,6 +264,13 @@ qtk_status qtk_convert_check(const qtk_convert_options *o) {
     qtk_status st = qtk__select_from(&sel, o->scheme, o->rules, o->n_rules, o->only, o->skip, o->min_elements, o->dtype);
     if (st) return st;
     qtk__select_free(&sel);
+    if (o->mixture) {
+        qtk__mix_ftype f;
+        if (o->scheme)
+            return qtk__err(QTK_E_ARG, "scheme '%s' and mixture '%s': a mixture chooses every tensor's scheme; give one",
+                            o->scheme, o->mixture);
+        if ((st = qtk__mixture_find(o->mixture, &f))) return st;
+    }
     if ((unsigned)o->calibration > QTK_CALIB_MSE)
         return qtk__err(QTK_E_ARG, "calibration %d is not a qtk_calibration", (int)o->calibration);
     if (o->imatrix && o->calibration != QTK_CALIB_MSE)
@@ -296,6 +303,14 @@ qtk_status qtk_ckpt_convert(const char *in, const char *out, const qtk_convert_o
     qtk__select sel;
     qtk_status sst = qtk__select_from(&sel, o.scheme, o.rules, o.n_rules, o.only, o.skip, o.min_elements, o.dtype);
     const qtk__desc *din = qtk__ckpt_desc(j.c);
+    qtk__mixture mix = {0};
+    if (!sst && o.mixture) {
+        qtk__mix_ftype f = QTK__MIX_Q4_K_M;
+        sst = qtk__mixture_find(o.mixture, &f);
+        if (!sst) sst = qtk__mixture_plan(&mix, f, din);
+        if (!sst) sel.mix = &mix;
+        else qtk__select_free(&sel);
+    }
     qtk__decision *dec = calloc(din->n_tensors ? din->n_tensors : 1, sizeof *dec);
     st = sst ? sst : dec ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
     if (!st) st = plan(j.c, &sel, o.cast_floats, w, dec);
@@ -367,6 +382,7 @@ qtk_status qtk_ckpt_convert(const char *in, const char *out, const qtk_convert_o
     qtk__buf_free(&j.y);
     free(dec);
     if (!sst) qtk__select_free(&sel);
+    qtk__mixture_free(&mix);
     qtk_ckpt_close(j.c);
     if (!st && summary) *summary = s0;
     return st;

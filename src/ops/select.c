@@ -146,7 +146,7 @@ static void apply(const qtk__select *s, const qtk__target *tg, const qtk_ckpt_te
     }
 }
 
-void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__decision *d) {
+void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, size_t i, qtk__decision *d) {
     memset(d, 0, sizeof *d);
     d->act = QTK_ACT_KEEP;
     d->rule = -1;
@@ -164,14 +164,23 @@ void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__dec
         snprintf(d->why, sizeof d->why, "not matched by only");
         return;
     }
-    for (size_t i = 0; i < s->n_rules; i++)
-        if (matches(&s->rules[i].re, t->name)) {
+    for (size_t r = 0; r < s->n_rules; r++)
+        if (matches(&s->rules[r].re, t->name)) {
             d->reason = QTK_WHY_RULE;
-            d->rule = (int)i;
-            snprintf(d->why, sizeof d->why, "rule %zu '%.60s'", i + 1, s->rules[i].text);
-            apply(s, &s->rules[i].target, t, d);
+            d->rule = (int)r;
+            snprintf(d->why, sizeof d->why, "rule %zu '%.60s'", r + 1, s->rules[r].text);
+            apply(s, &s->rules[r].target, t, d);
             return;
         }
+    if (s->mix && i < s->mix->n) {
+        const qtk__mix_choice *ch = &s->mix->choice[i];
+        const char *preset = qtk__mix_type_preset(ch->type);
+        d->reason = QTK_WHY_MIXTURE;
+        snprintf(d->why, sizeof d->why, "%s", ch->why);
+        qtk__target tg = {.kind = QTK__TARGET_SCHEME};
+        if (preset && qtk_scheme_parse(preset, &tg.scheme) == QTK_OK) apply(s, &tg, t, d);
+        return;
+    }
     if (s->dflt.kind == QTK__TARGET_KEEP) {
         d->reason = QTK_WHY_NO_SCHEME;
         snprintf(d->why, sizeof d->why, "no default scheme");

@@ -14,6 +14,7 @@
 #define QTK_SELECT_H
 
 #include "io/checkpoint.h"
+#include "ops/mixture.h"
 
 #include <regex.h>
 
@@ -40,6 +41,7 @@ typedef struct qtk__select {
     qtk__target dflt;   /* the --scheme; kind KEEP when none was given */
     size_t min_numel;  /* default QTK_MIN_ELEMENTS_DEFAULT */
     qtk_elem out_elem; /* what dequantized tensors become: F32 (default), F16 or BF16 */
+    const qtk__mixture *mix; /* in place of the default scheme (planned over the input) */
 } qtk__select;
 
 void qtk__select_init(qtk__select *s);
@@ -65,7 +67,8 @@ typedef struct qtk__decision {
     char why[96];      /* "rank 1", "skip", "rule 2 'attn=q8s'", "default scheme", ... */
 } qtk__decision;
 
-void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, qtk__decision *d);
+/* t is the description's tensor index i (the mixture's choices are by index). */
+void qtk__select_decide(const qtk__select *s, const qtk_ckpt_tensor *t, size_t i, qtk__decision *d);
 /* Steps 1, 2 and the rank/size test of 4, without rules: the tensors eval measures. */
 bool qtk__select_eligible(const qtk__select *s, const qtk_ckpt_tensor *t);
 
