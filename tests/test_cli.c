@@ -308,6 +308,28 @@ static void help_everywhere(void) {
     free(o);
 }
 
+/* qtk scheme describes the extension's schemes as what they are (docs/affine.md) */
+static void scheme_extension(void) {
+    char err[2048];
+    size_t n;
+    CHECK(run("scheme q4_k --shape 64x256", err, sizeof err) == 0);
+    char *o = (char *)read_file("stdout.txt", &n);
+    CHECK(o && strstr(o, "(preset q4_k)") && strstr(o, "4-bit unsigned integer, range [0, 15]") &&
+          strstr(o, "affine: value = field x scale - min") && strstr(o, "store     ggml: ggml's q4_k blocks of 256") &&
+          strstr(o, "super     one f16 per 256 elements") && strstr(o, "9216 bytes = 4.5000 bits"));
+    CHECK(o && !strstr(o, "symmetric") && !strstr(o, "u32 along"));
+    free(o);
+    CHECK(run("scheme 'u4,block=128:f16,zero=u8' --shape 64x256", err, sizeof err) == 0);
+    o = (char *)read_file("stdout.txt", &n);
+    CHECK(o && strstr(o, "value = (field - zero point) x scale, one u8 zero point") &&
+          strstr(o, "offsets 128 x u8 = 128 bytes") && strstr(o, "8576 bytes"));
+    free(o);
+    CHECK(run("scheme q6_k --shape 64x256", err, sizeof err) == 0);
+    o = (char *)read_file("stdout.txt", &n);
+    CHECK(o && strstr(o, "6-bit integer, range [-32, 31]") && strstr(o, "symmetric") && strstr(o, "13440 bytes"));
+    free(o);
+}
+
 static void cleanup(void) { tmp_dir_remove(); }
 
 static void all(void) {
@@ -321,6 +343,7 @@ static void all(void) {
     calibration_mse_and_weights();
     errors_leave_no_output();
     help_everywhere();
+    scheme_extension();
     cleanup();
 }
 

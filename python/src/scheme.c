@@ -112,11 +112,13 @@ static PyObject *scheme_layout(PyObject *self, PyObject *shape) {
     if (layout_of(self, shape, &L)) return NULL;
     PyObject *grid = qtkpy_shape_tuple(L.grid, L.rank), *block = qtkpy_shape_tuple(L.block, L.rank);
     PyObject *d = grid && block
-                      ? Py_BuildValue("{s:N,s:N,s:n,s:I,s:n,s:n,s:s,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:d}", "block", block,
+                      ? Py_BuildValue("{s:N,s:N,s:n,s:I,s:n,s:n,s:s,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:n,s:d}", "block", block,
                                       "grid", grid, "numel", (Py_ssize_t)L.numel, "bits", L.bits, "value_bytes",
                                       (Py_ssize_t)L.value_bytes, "n_scales", (Py_ssize_t)L.n_scales, "scale_dtype",
                                       qtk_dtype_name(L.scale_dtype), "scale_bytes", (Py_ssize_t)L.scale_bytes,
                                       "global_bytes", (Py_ssize_t)L.global_bytes, "table_bytes", (Py_ssize_t)L.table_bytes,
+                                      "offset_bytes", (Py_ssize_t)L.offset_bytes, "offsets_offset",
+                                      (Py_ssize_t)L.offsets_offset,
                                       "scales_offset", (Py_ssize_t)L.scales_offset, "global_offset",
                                       (Py_ssize_t)L.global_offset, "table_offset", (Py_ssize_t)L.table_offset,
                                       "total_bytes", (Py_ssize_t)L.total_bytes, "bits_per_element",
@@ -139,6 +141,11 @@ static PyObject *scheme_reduce(PyObject *self, PyObject *unused) {
 
 static const qtk_scheme *S(PyObject *self) { return &((qtkpy_SchemeObject *)self)->s; }
 
+static PyObject *dtype_or_none(qtk_dtype d) {
+    if (d == QTK_DTYPE_NONE) Py_RETURN_NONE;
+    return PyUnicode_FromString(qtk_dtype_name(d));
+}
+
 static PyObject *get_preset(PyObject *self, void *c) {
     (void)c;
     const char *p = qtk_scheme_preset_name(S(self));
@@ -158,7 +165,8 @@ static PyObject *get_bits(PyObject *self, void *c) {
 
 static PyObject *get_mode(PyObject *self, void *c) {
     (void)c;
-    return PyUnicode_FromString(S(self)->mode == QTK_MODE_LOOKUP ? "lookup" : "symmetric");
+    const qtk_mode m = S(self)->mode;
+    return PyUnicode_FromString(m == QTK_MODE_LOOKUP ? "lookup" : m == QTK_MODE_AFFINE ? "affine" : "symmetric");
 }
 
 static PyObject *get_table(PyObject *self, void *c) {
@@ -170,7 +178,33 @@ static PyObject *get_table(PyObject *self, void *c) {
 static PyObject *get_store(PyObject *self, void *c) {
     (void)c;
     qtk_store st = S(self)->store;
-    return PyUnicode_FromString(st == QTK_STORE_NATIVE ? "native" : st == QTK_STORE_PACKED ? "packed" : "u32");
+    return PyUnicode_FromString(st == QTK_STORE_NATIVE   ? "native"
+                                : st == QTK_STORE_PACKED ? "packed"
+                                : st == QTK_STORE_GGML   ? "ggml"
+                                                         : "u32");
+}
+
+static PyObject *get_offset(PyObject *self, void *c) {
+    (void)c;
+    const qtk_scheme *s = S(self);
+    if (s->mode != QTK_MODE_AFFINE) Py_RETURN_NONE;
+    return PyUnicode_FromString(s->offset == QTK_OFFSET_ADD ? "offset" : s->offset == QTK_OFFSET_MIN ? "min" : "zero");
+}
+
+static PyObject *get_offset_dtype(PyObject *self, void *c) {
+    (void)c;
+    return dtype_or_none(S(self)->mode == QTK_MODE_AFFINE ? S(self)->offset_dtype : QTK_DTYPE_NONE);
+}
+
+static PyObject *get_super_block(PyObject *self, void *c) {
+    (void)c;
+    if (!S(self)->super_block) Py_RETURN_NONE;
+    return PyLong_FromUnsignedLong(S(self)->super_block);
+}
+
+static PyObject *get_super_dtype(PyObject *self, void *c) {
+    (void)c;
+    return dtype_or_none(S(self)->super_block ? S(self)->super_dtype : QTK_DTYPE_NONE);
 }
 
 static PyObject *get_pack_dim(PyObject *self, void *c) {
@@ -194,11 +228,6 @@ static PyObject *get_block(PyObject *self, void *c) {
     return t;
 }
 
-static PyObject *dtype_or_none(qtk_dtype d) {
-    if (d == QTK_DTYPE_NONE) Py_RETURN_NONE;
-    return PyUnicode_FromString(qtk_dtype_name(d));
-}
-
 static PyObject *get_block_dtype(PyObject *self, void *c) {
     (void)c;
     return dtype_or_none(S(self)->block_rank ? S(self)->block_dtype : QTK_DTYPE_NONE);
@@ -217,12 +246,22 @@ static PyObject *get_two_level(PyObject *self, void *c) {
 }
 
 static PyGetSetDef getset[] = {
-    {"preset", get_preset, NULL, "The preset this scheme equals ('nvfp4', 'mxfp4', 'mxfp8', 'nf4') or None.", NULL},
-    {"value", get_value, NULL, "The value type: 'q8f', 'q8s', 'q4f', 'q4s', 'q2f', 'q2s', 'e4m3', 'e5m2' or 'e2m1'.", NULL},
-    {"bits", get_bits, NULL, "Field width in bits (8, 4 or 2).", NULL},
-    {"mode", get_mode, NULL, "'symmetric' or 'lookup'.", NULL},
+    {"preset", get_preset, NULL, "The preset this scheme equals ('nvfp4', 'mxfp4', 'mxfp8', 'nf4', 'q4_k', ...) or None.", NULL},
+    {"value", get_value, NULL,
+     "The value type: 'q8f', 'q8s', 'q4f', 'q4s', 'q2f', 'q2s', 'e4m3', 'e5m2', 'e2m1', or qtk's extension's "
+     "'u8', 'u5', 'u4', 'u3', 'u2', 'q6f', 'q5f', 'q3f'.", NULL},
+    {"bits", get_bits, NULL, "Field width in bits (8, 6, 5, 4, 3 or 2).", NULL},
+    {"mode", get_mode, NULL, "'symmetric', 'lookup' or 'affine' (an offset per scale group, docs/affine.md).", NULL},
+    {"offset", get_offset, NULL,
+     "How an affine scheme's offset enters: 'offset' (x = s q + o), 'min' (x = s q - m), 'zero' (x = s (q - z)); "
+     "None for other modes.", NULL},
+    {"offset_dtype", get_offset_dtype, NULL, "The affine offsets' dtype ('f32', 'f16', 'bf16', 'u6', 'u4', 'u8') or None.", NULL},
+    {"super_block", get_super_block, NULL,
+     "Elements under one super-block scale (256 for ggml's K types), or None.", NULL},
+    {"super_dtype", get_super_dtype, NULL, "The super-block scales' dtype ('f16'), or None.", NULL},
     {"table", get_table, NULL, "The lookup table's name, or None for a symmetric scheme.", NULL},
-    {"store", get_store, NULL, "How fields are stored: 'u32' (Burn's default), 'native' or 'packed'.", NULL},
+    {"store", get_store, NULL,
+     "How fields are stored: 'u32' (Burn's default), 'native', 'packed', or 'ggml' (ggml's block structs).", NULL},
     {"pack_dim", get_pack_dim, NULL, "The dimension fields are packed along, counted from the innermost (0 = last).", NULL},
     {"block", get_block, NULL,
      "The block's extents, outermost first (None for a '*' extent: the whole dimension), or None without a block level.",
@@ -240,7 +279,7 @@ static PyMethodDef scheme_methods[] = {
      "nbytes(shape) -> int\n\nThe exact length of a tensor's bytes in Burn's layout (SPEC section 5) for this shape."},
     {"layout", scheme_layout, METH_O,
      "layout(shape) -> dict\n\nEverything the scheme implies for this shape: block extents and grid per dimension, the "
-     "number and dtype of scales, and the byte regions ([values][scales][global][table]) with their offsets."},
+     "number and dtype of scales, and the byte regions ([values][scales][offsets][global][table]) with their offsets."},
     {"__reduce__", scheme_reduce, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

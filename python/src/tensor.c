@@ -235,6 +235,21 @@ static PyObject *tensor_scales(PyObject *self, PyObject *unused) {
     return (PyObject *)a;
 }
 
+static PyObject *tensor_offsets(PyObject *self, PyObject *unused) {
+    (void)unused;
+    const qtk_layout *L = L_of(self);
+    npy_intp dims[QTK_MAX_RANK];
+    for (int i = 0; i < L->rank; i++) dims[i] = (npy_intp)L->grid[i];
+    PyArrayObject *a = (PyArrayObject *)PyArray_SimpleNew(L->rank, dims, NPY_FLOAT32);
+    if (!a) return qtkpy_rewrap("offsets");
+    qtk_status st = qtk_tensor_offsets(((qtkpy_TensorObject *)self)->t, PyArray_DATA(a), L->n_scales);
+    if (st) {
+        Py_DECREF(a);
+        return qtkpy_raise(st);
+    }
+    return (PyObject *)a;
+}
+
 static PyObject *tensor_convert(PyObject *self, PyObject *args, PyObject *kw) {
     static const char *kwlist[] = {"scheme", "calibration", "threads", NULL};
     qtk_scheme s;
@@ -354,7 +369,11 @@ static PyMethodDef tensor_methods[] = {
      "instead (its dtype is used when dtype is not given); it is returned."},
     {"scales", tensor_scales, METH_NOARGS,
      "scales() -> numpy.ndarray\n\nThe stored scales decoded to float32, shaped as the block grid (one per block "
-     "along each dimension; all ones for a per-tensor scale)."},
+     "along each dimension; all ones for a per-tensor scale). For ggml's K types, each sub-block's d x sc."},
+    {"offsets", tensor_offsets, METH_NOARGS,
+     "offsets() -> numpy.ndarray\n\nAn affine scheme's offsets decoded to float32, shaped as scales(), as the scheme "
+     "stores them: the offset o, the min m (ggml's K types: dmin x mn) or the zero point z. qtk.Error for a scheme "
+     "without offsets."},
     {"convert", FN(tensor_convert), METH_VARARGS | METH_KEYWORDS,
      "convert(scheme, calibration='minmax', threads=None) -> Tensor\n\n"
      "Re-quantizes under another scheme: equal to quantize(self.dequantize(), scheme), computed a slab at a time."},

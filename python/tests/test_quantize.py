@@ -270,3 +270,38 @@ def test_quantize_reads_float32_in_place_and_converts_others_once():
         del y
     finally:
         tracemalloc.stop()
+
+
+def test_affine_bytes_decode_by_hand():
+    """qtk's affine layout: [u32 words of 8 fields][f16 scales][f16 mins], x = fl(fl(s q) - m)."""
+    rng = np.random.default_rng(7)
+    x = (rng.standard_normal((4, 64)) + 0.7).astype(np.float32)
+    t = qtk.quantize(x, "u4,block=32:f16,min=f16")
+    b = np.frombuffer(t.tobytes(), dtype=np.uint8)
+    assert b.size == 4 * 64 // 2 + 8 * 2 + 8 * 2
+    words = b[:128].view("<u4").reshape(4, 8)
+    q = np.stack([(words >> (4 * i)) & 15 for i in range(8)], axis=-1).reshape(4, 64).astype(np.float32)
+    s = b[128:144].view("<f2").astype(np.float32).reshape(4, 2)
+    m = b[144:160].view("<f2").astype(np.float32).reshape(4, 2)
+    want = (np.repeat(s, 32, axis=1) * q).astype(np.float32) - np.repeat(m, 32, axis=1)
+    assert np.array_equal(t.dequantize(), want.astype(np.float32))
+    assert np.array_equal(t.scales(), s) and np.array_equal(t.offsets(), m)
+    assert (m > 0).any()  # the data sit above zero in places: the mins are really used
+    with pytest.raises(qtk.Error):
+        qtk.quantize(x, "q4f,block=32:f16").offsets()
+
+
+def test_ggml_k_type_scales_offsets_and_values():
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((8, 512)).astype(np.float32)
+    t = qtk.quantize(x, "q4_k", calibration="mse")
+    assert t.nbytes == 8 * 2 * 144 and t.scheme.store == "ggml"
+    s, m = t.scales(), t.offsets()
+    assert s.shape == m.shape == (8, 16)
+    y = t.dequantize()
+    # every value is s q - m for an integer q in 0..15 of its sub-block
+    q = (y + np.repeat(m, 32, axis=1)) / np.repeat(s, 32, axis=1)
+    assert np.allclose(q, np.round(q), atol=1e-3) and q.min() > -0.01 and q.max() < 15.01
+    err = ((x - y) ** 2).sum() / (x ** 2).sum()
+    assert 10 * np.log10(1 / err) > 19
+    assert qtk.Tensor.from_bytes(t.tobytes(), (8, 512), "q4_k").dequantize().tobytes() == y.tobytes()

@@ -94,3 +94,24 @@ def test_isa_and_threads_settings():
     qtk.set_threads(n)
     with pytest.raises(qtk.Error):
         qtk.set_threads(-1)
+
+
+def test_extension_fields():
+    k = qtk.Scheme("q4_k")
+    assert str(k) == "u4,block=32:u6,min=u6,super=256:f16,store=ggml" and k.preset == "q4_k"
+    assert (k.value, k.bits, k.mode, k.store) == ("u4", 4, "affine", "ggml")
+    assert (k.offset, k.offset_dtype, k.super_block, k.super_dtype) == ("min", "u6", 256, "f16")
+    assert k.block == (32,) and k.block_dtype == "u6"
+    assert k.nbytes((64, 256)) == 64 * 144 and k.bits_per_element((64, 256)) == 4.5
+    lay = k.layout((64, 256))
+    assert lay["value_bytes"] == lay["total_bytes"] == 9216 and lay["offset_bytes"] == 0
+    assert lay["grid"] == (64, 8) and lay["n_scales"] == 512
+    six = qtk.Scheme("q6_k")
+    assert (six.value, six.bits, six.mode, six.offset, six.offset_dtype) == ("q6f", 6, "symmetric", None, None)
+    z = qtk.Scheme("u4,block=128:f16,zero=u8")
+    assert (z.mode, z.offset, z.offset_dtype, z.store, z.super_block, z.super_dtype) == ("affine", "zero", "u8", "u32",
+                                                                                            None, None)
+    lay = z.layout((64, 256))
+    assert (lay["value_bytes"], lay["scale_bytes"], lay["offset_bytes"], lay["offsets_offset"]) == (8192, 256, 128, 8448)
+    assert qtk.Scheme("u5,block=32:f16,offset=f16,store=ggml").preset == "q5_1"
+    assert qtk.Scheme("nvfp4").offset is None and qtk.Scheme("nvfp4").super_block is None
