@@ -168,8 +168,9 @@ typedef struct qtk_ckpt_tensor {
      * (a q8f,block=32:f16 tensor is GGUF's Q8_0 or Q5_0). */
     const char *file_type;
     size_t file_bytes;
-    /* true: no qtk scheme holds the file's type exactly (GGUF's Q4_K), so it reads as F32
-     * values, bit for bit as the file's reference decoder gives them. */
+    /* true: no qtk scheme holds the file's type exactly, so it reads as F32 values, bit for
+     * bit as the file's reference decoder gives them. No reader of this version sets it: the
+     * GGUF types it was for (Q4_1, Q4_K, ...) are quantized tensors now (docs/affine.md). */
     bool decoded;
     /* The shape of the values where the stored tensor has another (NULL: shape): a
      * bitsandbytes weight whose blocks run across rows is held flattened, on [n], its values
