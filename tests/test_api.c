@@ -621,6 +621,69 @@ static void notice_count(void *ctx, const qtk_convert_event *e) {
         ++*(int *)ctx;
 }
 
+/* ggml's types through convert with an importance matrix: --scheme q4_k and --preset q4_k_m
+ * give the bytes of qtk_quantize with the tensor's weights (which change them) */
+static void imatrix_convert_ggml_types(void) {
+    enum { KR = 8, KC = 256 };
+    static uint8_t dat[64 + 4 * KC];
+    uint8_t *p = dat;
+    const char *iname = "blk.0.ffn_down.weight";
+    put_i32(&p, 1);
+    put_i32(&p, (int32_t)strlen(iname));
+    memcpy(p, iname, strlen(iname));
+    p += strlen(iname);
+    put_i32(&p, 1); /* ncall */
+    put_i32(&p, KC); /* nval */
+    static float wk[KC], x[KR * KC];
+    for (int k = 0; k < KC; k++) {
+        wk[k] = k % 7 == 3 ? 50.0f : 0.5f + (float)(k % 5); /* sums over one call: the weights */
+        memcpy(p, &wk[k], 4);
+        p += 4;
+    }
+    qtk_imatrix *m = NULL;
+    CHECK_OK(qtk_imatrix_open_memory(dat, (size_t)(p - dat), "k.dat", &m));
+    if (!m) return;
+    uint64_t seed = 7;
+    for (int i = 0; i < KR * KC; i++) x[i] = trand_normal(&seed) + 0.3f;
+    size_t shape[2] = {KR, KC};
+    const char *hf = "model.layers.0.mlp.down_proj.weight";
+    qtk_writer *wr = NULL;
+    CHECK_OK(qtk_writer_create(at("k.safetensors"), &(qtk_write_options){.force = 1}, &wr));
+    CHECK_OK(qtk_writer_add_raw(wr, hf, QTK_ELEM_F32, shape, 2, x));
+    CHECK_OK(qtk_writer_commit(wr));
+    /* a one-layer model: its only ffn_down is layer 0 of 1, which q4_k_m gives Q6_K */
+    const char *schemes[2] = {"q4_k", NULL};
+    const char *wants[2] = {"q4_k", "q6_k"};
+    for (int vi = 0; vi < 2; vi++) {
+        qtk_convert_options o = {.scheme = schemes[vi], .mixture = vi ? "q4_k_m" : NULL, .min_elements = 1,
+                                 .calibration = QTK_CALIB_MSE, .imatrix = m, .force = 1};
+        CHECK_OK(qtk_ckpt_convert(at("k.safetensors"), at("k.gguf"), &o, NULL));
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse(wants[vi], &s));
+        qtk_quantize_options qo = {.calibration = QTK_CALIB_MSE, .weights = wk, .n_weights = KC};
+        qtk_tensor *want = NULL, *plain = NULL, *got = NULL;
+        CHECK_OK(qtk_quantize(x, shape, 2, &s, &qo, &want));
+        qo.weights = NULL, qo.n_weights = 0;
+        CHECK_OK(qtk_quantize(x, shape, 2, &s, &qo, &plain));
+        qtk_ckpt *c = NULL;
+        CHECK_OK(qtk_ckpt_open(at("k.gguf"), NULL, &c));
+        size_t idx = 0;
+        CHECK_OK(qtk_ckpt_find(c, hf, &idx));
+        CHECK_OK(qtk_ckpt_load_tensor(c, idx, &got));
+        CHECK_MSG(got && qtk_scheme_equal(qtk_tensor_scheme(got), &s), "%s: not written as %s", hf, wants[vi]);
+        size_t na = 0, nb = 0;
+        const uint8_t *a = want ? qtk_tensor_bytes(want, &na) : NULL, *b = got ? qtk_tensor_bytes(got, &nb) : NULL;
+        CHECK_MSG(a && b && na == nb && memcmp(a, b, na) == 0, "%s: converted bytes are not quantize's with the weights",
+                  wants[vi]);
+        CHECK(plain && b && memcmp(qtk_tensor_bytes(plain, NULL), b, nb) != 0);
+        qtk_tensor_free(want);
+        qtk_tensor_free(plain);
+        qtk_tensor_free(got);
+        qtk_ckpt_close(c);
+    }
+    qtk_imatrix_close(m);
+}
+
 /* convert and eval with an importance matrix: each tensor with an entry (by its own or its
  * Hugging Face name) quantized with its weights (the bytes of qtk_quantize with them), the
  * others unweighted with a notice; eval's weighted sums recomputed here; the refusals. */
@@ -770,4 +833,4 @@ static void teardown(void) {
 }
 
 TEST_MAIN("api", T(setup), T(every_format), T(zero_copy), T(writer_stream), T(open_errors), T(convert_and_eval),
-          T(imatrix_files), T(imatrix_convert_eval), T(allocation_failures), T(teardown))
+          T(imatrix_files), T(imatrix_convert_eval), T(imatrix_convert_ggml_types), T(allocation_failures), T(teardown))
