@@ -3,6 +3,6 @@
 
 /* store=ggml's integer kernel is AVX2's (32-byte vectors; every AVX-512 CPU runs it) */
 #ifdef QTK_HAVE_AVX2
-#  define GB_INT qtk__mm_gb_int_avx2
+#  define GB_INT qtk__mm_gb_int_avx512
 #endif
 #include "mm_simd.h"
