@@ -37,6 +37,16 @@ static uint8_t *read_file(const char *name, size_t *n) {
     return b;
 }
 
+/* a file's text, NUL-terminated (read_file's bytes are not), or NULL */
+static char *read_text(const char *name) {
+    size_t n = 0;
+    uint8_t *b = read_file(name, &n);
+    char *t = b ? malloc(n + 1) : NULL;
+    if (t) memcpy(t, b, n), t[n] = '\0';
+    free(b);
+    return t;
+}
+
 static void setup(void) {
     bin = getenv("QTK_BIN");
     snprintf(dir, sizeof dir, "%s", tmp_dir_make());
@@ -302,30 +312,28 @@ static void help_everywhere(void) {
     CHECK(run("--help", err, sizeof err) == 0);
     CHECK(run("", err, sizeof err) == 2);
     CHECK(run("scheme 'q4f,block=32:f16' --shape 64x70", err, sizeof err) == 0);
-    size_t n;
-    uint8_t *o = read_file("stdout.txt", &n);
-    CHECK(o && strstr((char *)o, "2688 bytes") != NULL);
-    free(o);
+    char *t = read_text("stdout.txt");
+    CHECK(t && strstr(t, "2688 bytes") != NULL);
+    free(t);
 }
 
 /* qtk scheme describes the extension's schemes as what they are (docs/affine.md) */
 static void scheme_extension(void) {
     char err[2048];
-    size_t n;
     CHECK(run("scheme q4_k --shape 64x256", err, sizeof err) == 0);
-    char *o = (char *)read_file("stdout.txt", &n);
+    char *o = read_text("stdout.txt");
     CHECK(o && strstr(o, "(preset q4_k)") && strstr(o, "4-bit unsigned integer, range [0, 15]") &&
           strstr(o, "affine: value = field x scale - min") && strstr(o, "store     ggml: ggml's q4_k blocks of 256") &&
           strstr(o, "super     one f16 per 256 elements") && strstr(o, "9216 bytes = 4.5000 bits"));
     CHECK(o && !strstr(o, "symmetric") && !strstr(o, "u32 along"));
     free(o);
     CHECK(run("scheme 'u4,block=128:f16,zero=u8' --shape 64x256", err, sizeof err) == 0);
-    o = (char *)read_file("stdout.txt", &n);
+    o = read_text("stdout.txt");
     CHECK(o && strstr(o, "value = (field - zero point) x scale, one u8 zero point") &&
           strstr(o, "offsets 128 x u8 = 128 bytes") && strstr(o, "8576 bytes"));
     free(o);
     CHECK(run("scheme q6_k --shape 64x256", err, sizeof err) == 0);
-    o = (char *)read_file("stdout.txt", &n);
+    o = read_text("stdout.txt");
     CHECK(o && strstr(o, "6-bit integer, range [-32, 31]") && strstr(o, "symmetric") && strstr(o, "13440 bytes"));
     free(o);
 }
