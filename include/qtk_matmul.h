@@ -42,7 +42,12 @@
  *                   + K · 2^-134
  *   (E_q the first term; the last is underflow: a block's scale, weight scale · s_b, may
  *   lose 2^-150 when it falls below f32's normal range, times the block's integer sum), about max|x| / 254 · Σ|w'| in the worst case and ~0.3% of the
- *   output's scale typically. Everything else runs the exact path even when FAST is asked
+ *   output's scale typically. ggml's block structs (store=ggml: q4_1 q5_0 q5_1 q2_k q3_k
+ *   q4_k q5_k q6_k, docs/affine.md) have an integer path of their own at any M on the vector
+ *   levels (8 on the scalar reference): x is quantized per ggml block (B = 256 for the K
+ *   types, as ggml's Q8_K; 32 for the others), the block sums and the mins' and offsets'
+ *   corrections are exact integers, and the same bound holds with that B; its results are the
+ *   same bits at every kernel level and thread count. Everything else runs the exact path even when FAST is asked
  *   for: schemes without an integer path (nf4, e4m3, e5m2, 8-bit tables, other layouts),
  *   and M above that limit, where the exact tiled kernel is faster. FAST only ever
  *   allows the integer path; it never trades accuracy silently. qtk_matmul_path() tells
