@@ -85,10 +85,12 @@ CTRL_C = textwrap.dedent("""
     import json, os, signal, sys, threading
     import qtk
     src, dst = sys.argv[1], sys.argv[2]
+    # a shell's background job starts with SIGINT ignored, and then Python installs no handler
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     first, sent = threading.Event(), threading.Event()
     def press_ctrl_c():
         first.wait()
-        os.kill(os.getpid(), signal.SIGINT)   # usually arrives while qtk works on a later tensor
+        os.kill(os.getpid(), signal.SIGINT)   # arrives while qtk works on a later tensor
         sent.set()
     threading.Thread(target=press_ctrl_c).start()
     seen = []
@@ -96,7 +98,7 @@ CTRL_C = textwrap.dedent("""
         seen.append(done)
         first.set()
         if done == total - 1:
-            sent.wait()   # a loaded machine may not run the thread in time: it is pressed before the end
+            sent.wait()   # however late the thread runs, it is pressed before the end
     try:
         qtk.convert(src, dst, scheme="nvfp4", progress=progress)
         result = "finished"
