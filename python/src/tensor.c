@@ -220,14 +220,15 @@ static PyObject *tensor_dequantize(PyObject *self, PyObject *args, PyObject *kw)
     return (PyObject *)out;
 }
 
-static PyObject *tensor_scales(PyObject *self, PyObject *unused) {
-    (void)unused;
+/* one float32 per scale group, shaped as the block grid, from get (qtk_tensor_scales or
+ * qtk_tensor_offsets) */
+static PyObject *grid_floats(PyObject *self, qtk_status (*get)(const qtk_tensor *, float *, size_t), const char *what) {
     const qtk_layout *L = L_of(self);
     npy_intp dims[QTK_MAX_RANK];
     for (int i = 0; i < L->rank; i++) dims[i] = (npy_intp)L->grid[i];
     PyArrayObject *a = (PyArrayObject *)PyArray_SimpleNew(L->rank, dims, NPY_FLOAT32);
-    if (!a) return qtkpy_rewrap("scales");
-    qtk_status st = qtk_tensor_scales(((qtkpy_TensorObject *)self)->t, PyArray_DATA(a), L->n_scales);
+    if (!a) return qtkpy_rewrap(what);
+    qtk_status st = get(((qtkpy_TensorObject *)self)->t, PyArray_DATA(a), L->n_scales);
     if (st) {
         Py_DECREF(a);
         return qtkpy_raise(st);
@@ -235,19 +236,14 @@ static PyObject *tensor_scales(PyObject *self, PyObject *unused) {
     return (PyObject *)a;
 }
 
+static PyObject *tensor_scales(PyObject *self, PyObject *unused) {
+    (void)unused;
+    return grid_floats(self, qtk_tensor_scales, "scales");
+}
+
 static PyObject *tensor_offsets(PyObject *self, PyObject *unused) {
     (void)unused;
-    const qtk_layout *L = L_of(self);
-    npy_intp dims[QTK_MAX_RANK];
-    for (int i = 0; i < L->rank; i++) dims[i] = (npy_intp)L->grid[i];
-    PyArrayObject *a = (PyArrayObject *)PyArray_SimpleNew(L->rank, dims, NPY_FLOAT32);
-    if (!a) return qtkpy_rewrap("offsets");
-    qtk_status st = qtk_tensor_offsets(((qtkpy_TensorObject *)self)->t, PyArray_DATA(a), L->n_scales);
-    if (st) {
-        Py_DECREF(a);
-        return qtkpy_raise(st);
-    }
-    return (PyObject *)a;
+    return grid_floats(self, qtk_tensor_offsets, "offsets");
 }
 
 static PyObject *tensor_convert(PyObject *self, PyObject *args, PyObject *kw) {

@@ -160,6 +160,16 @@ MV_AI size_t gb_lanes_of(size_t nbb, unsigned v) {
     return nbb <= at ? 0 : nbb - at < MV_L ? nbb - at : MV_L;
 }
 
+/* y[m0 .. m0 + mc, n]: each row's 8 lanes reduced by mm_gb.h's tree, plus the bias */
+MV_AI void gb_store(const qtk__mm *c, mvf A[][8 / MV_L], size_t mc, size_t m0, size_t n) {
+    for (size_t mi = 0; mi < mc; mi++) {
+        float lanes[8];
+        for (unsigned v = 0; v < 8 / MV_L; v++) mvf_storeu(lanes + v * MV_L, A[mi][v]);
+        float acc = qtk__gb_lanes_sum(lanes);
+        c->y[(m0 + mi) * c->N + n] = c->bias ? acc + c->bias[n] : acc;
+    }
+}
+
 MV_AI void gb_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
     const bool affine = f == QTK__GF_Q2_K || f == QTK__GF_Q4_K || f == QTK__GF_Q5_K;
     const size_t bytes = gb_bytes[f], nb = c->K / 256, G = f == QTK__GF_Q4_K || f == QTK__GF_Q5_K ? 8 : 16;
@@ -249,12 +259,7 @@ MV_AI void gb_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const 
                     }
                 }
             }
-            for (size_t mi = 0; mi < mc; mi++) {
-                float lanes[8];
-                for (unsigned v = 0; v < 8 / MV_L; v++) mvf_storeu(lanes + v * MV_L, A[mi][v]);
-                float acc = qtk__gb_lanes_sum(lanes);
-                c->y[(m0 + mi) * c->N + n] = c->bias ? acc + c->bias[n] : acc;
-            }
+            gb_store(c, A, mc, m0, n);
         }
     }
 }

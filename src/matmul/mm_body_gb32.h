@@ -62,12 +62,7 @@ MV_AI GB_IT void GB_SFX(gb_rows32_m)(const qtk__gfmt f, const size_t M, const bo
                     }
                 }
             }
-            for (size_t mi = 0; mi < mc; mi++) {
-                float lanes[8];
-                for (unsigned v = 0; v < 8 / MV_L; v++) mvf_storeu(lanes + v * MV_L, A[mi][v]);
-                float acc = qtk__gb_lanes_sum(lanes);
-                c->y[(m0 + mi) * c->N + n] = c->bias ? acc + c->bias[n] : acc;
-            }
+            gb_store(c, A, mc, m0, n);
         }
     }
 }
