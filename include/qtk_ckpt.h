@@ -125,6 +125,8 @@ typedef enum qtk_hub_layout {
     QTK_LAYOUT_DEEPSEEK, /* block FP8: weight / weight_scale_inv */
     QTK_LAYOUT_BNB,      /* bitsandbytes 4-bit: weight / weight.absmax / quant_state */
     QTK_LAYOUT_TORCHAO,  /* torchao's prototype tensor-subclass flattening: read only */
+    QTK_LAYOUT_GPTQ,     /* GPTQ: qweight / qzeros / scales / g_idx (AutoGPTQ, GPTQModel) */
+    QTK_LAYOUT_AWQ,      /* AWQ, GEMM layout: qweight / qzeros / scales (AutoAWQ) */
     QTK_LAYOUT_COUNT_
 } qtk_hub_layout;
 

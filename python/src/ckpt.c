@@ -62,7 +62,7 @@ const char qtkpy_open_doc[] =
     "*.safetensors.index.json, or a directory of safetensors shards. The whole container is validated\n"
     "(lengths against shapes and schemes, offsets, overlaps) without reading tensor data; the file is\n"
     "memory-mapped. layout: how to read a safetensors checkpoint -- None (detect the Hugging Face Hub\n"
-    "layout: gpt-oss, modelopt, compressed-tensors, deepseek, bnb, torchao, or qtk's convention), 'none'\n"
+    "layout: gpt-oss, modelopt, compressed-tensors, deepseek, bnb, torchao, gptq, awq, or qtk's convention), 'none'\n"
     "(the tensors as stored, nothing folded), or a layout name. Use it as a context manager, or close()\n"
     "it; tensors taken from it stay valid after it is closed. Raises qtk.Error (QTK_E_IO for a missing\n"
     "file, QTK_E_FORMAT for a malformed one).";

@@ -32,7 +32,7 @@ qtk_status qtk_writer_create(const char *path, const qtk_write_options *opts, qt
     qtk_write_options o = opts ? *opts : (qtk_write_options){0};
     if ((unsigned)o.format >= QTK_CKPT_FORMAT_COUNT_) return qtk__err(QTK_E_ARG, "format %d is not a qtk_ckpt_format", (int)o.format);
     if ((unsigned)o.layout >= QTK_LAYOUT_COUNT_ || o.layout == QTK_LAYOUT_NONE || o.layout == QTK_LAYOUT_TORCHAO)
-        return qtk__err(QTK_E_ARG, "cannot write layout '%s' (write: qtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb)",
+        return qtk__err(QTK_E_ARG, "cannot write layout '%s' (write: qtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb, gptq, awq)",
                         qtk_hub_layout_name(o.layout));
     qtk_ckpt_format fmt = o.format ? o.format : qtk_ckpt_format_from_path(path);
     /* a directory named like a .bpk or .gguf file is a target a file cannot replace (said so

@@ -129,6 +129,6 @@ int cli_parse_layout(const char *cmd, const char *s, bool for_reading, qtk_hub_l
     if (qtk_hub_layout_parse(s, out) == QTK_OK && *out != QTK_LAYOUT_AUTO &&
         (for_reading || (*out != QTK_LAYOUT_NONE && *out != QTK_LAYOUT_TORCHAO)))
         return CLI_OK;
-    return cli_usage_error(cmd, "--layout '%s' is not one of %sqtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb%s", s,
+    return cli_usage_error(cmd, "--layout '%s' is not one of %sqtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb, gptq, awq%s", s,
                            for_reading ? "none, " : "", for_reading ? ", torchao" : "");
 }

@@ -56,7 +56,7 @@ static const char usage_rules[] =
     "  --rule 'REGEX=SPEC' per-name scheme (repeatable; first match wins)\n"
     "  --min-elements N    smallest tensor --scheme quantizes (default 1024)\n"
     "  --layout L          write safetensors in layout L: qtk (default), gpt-oss, modelopt,\n"
-    "                      compressed-tensors, deepseek, bnb (with the config files it needs);\n"
+    "                      compressed-tensors, deepseek, bnb, gptq, awq (with the config files it needs);\n"
     "                      a tensor whose scheme L cannot hold is an error naming why\n"
     "  --max-shard-size S  write shards of at most S bytes (e.g. 5GB, 500MB); a sharded IN\n"
     "                      written to a directory keeps its shard files otherwise\n"

@@ -11,7 +11,7 @@
 #include <strings.h>
 
 static const char *const layout_names[QTK_LAYOUT_COUNT_] = {
-    "auto", "none", "qtk", "gpt-oss", "modelopt", "compressed-tensors", "deepseek", "bnb", "torchao",
+    "auto", "none", "qtk", "gpt-oss", "modelopt", "compressed-tensors", "deepseek", "bnb", "torchao", "gptq", "awq",
 };
 
 const char *qtk_hub_layout_name(qtk_hub_layout l) {
@@ -29,12 +29,12 @@ qtk_status qtk_hub_layout_parse(const char *name, qtk_hub_layout *out) {
     if (strcasecmp(name, "bitsandbytes") == 0) return *out = QTK_LAYOUT_BNB, QTK_OK;
     if (strcasecmp(name, "gptoss") == 0 || strcasecmp(name, "mxfp4") == 0) return *out = QTK_LAYOUT_GPT_OSS, QTK_OK;
     return qtk__err(QTK_E_PARSE,
-                    "layout '%s' is not one of qtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb (or none, auto)",
+                    "layout '%s' is not one of qtk, gpt-oss, modelopt, compressed-tensors, deepseek, bnb, gptq, awq (or none, auto)",
                     name);
 }
 
 static const hub_conv *const convs[] = {&hub_gptoss_conv, &hub_modelopt_conv, &hub_ct_conv, &hub_deepseek_conv,
-                                        &hub_bnb_conv, &hub_torchao_conv};
+                                        &hub_bnb_conv, &hub_torchao_conv, &hub_gptq_conv, &hub_awq_conv};
 #define N_CONVS (sizeof convs / sizeof convs[0])
 
 const hub_conv *hub_conv_of(qtk_hub_layout l) {
@@ -229,6 +229,7 @@ static void hub_free(qtk__hub *h, bool close_shards) {
     free(h->spare);
     json_decref(h->config);
     json_decref(h->hfq);
+    json_decref(h->qfile);
     qtk__arena_free(&h->arena);
     free(h);
 }
@@ -314,6 +315,9 @@ static qtk_status detect(qtk__hub *h, qtk_hub_layout forced) {
         return QTK_OK;
     }
     const char *method = h->qcfg == h->hfq ? NULL : hub_json_str(h->qcfg, "quant_method");
+    /* AutoGPTQ's quantize_config.json and AutoAWQ's quant_config.json may not name the method */
+    if (h->qcfg && h->qcfg == h->qfile && !method)
+        method = hub_json(h->qcfg, "w_bit") || hub_json(h->qcfg, "zero_point") || hub_json(h->qcfg, "version") ? "awq" : "gptq";
     if (h->qcfg && h->qcfg == h->hfq) {
         h->layout = QTK_LAYOUT_MODELOPT;
         h->detected_by = "hf_quant_config.json";

@@ -1,6 +1,6 @@
 /* hub_files.c — which files make a checkpoint (a .safetensors file, an index and the shards
  * its weight_map names, a directory), and the configs beside them (config.json,
- * hf_quant_config.json). hub_build (hub.c) makes the logical checkpoint over them. */
+ * hf_quant_config.json, GPTQ's quantize_config.json, AWQ's quant_config.json). hub_build (hub.c) makes the logical checkpoint over them. */
 #include "hub/hub_internal.h"
 #include "safetensors/safetensors.h"
 
@@ -63,6 +63,17 @@ qtk_status hub_read_configs(qtk__hub *h, const char *dir) {
             h->qcfg = h->hfq;
             h->config_file = qtk__arena_strdup(&h->arena, hp);
         }
+    }
+    /* older GPTQ / AWQ repositories: the config in a file of its own */
+    static const char *const own[] = {"quantize_config.json", "quant_config.json"};
+    for (int i = 0; i < 2 && !st && !h->qcfg; i++) {
+        char *fp = NULL;
+        st = read_json(dir, own[i], &h->qfile, &fp);
+        if (!st && h->qfile) {
+            h->qcfg = h->qfile;
+            h->config_file = qtk__arena_strdup(&h->arena, fp);
+        }
+        free(fp);
     }
     if (!st && h->qcfg) h->quant_json = dump_compact(h, h->qcfg);
     free(cp);

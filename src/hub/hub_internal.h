@@ -84,6 +84,8 @@ struct qtk__hub {
     hub_item *item;            /* parallel to self->desc.tensors */
     json_t *config;            /* config.json, or NULL */
     json_t *hfq;               /* hf_quant_config.json, or NULL */
+    json_t *qfile;             /* quantize_config.json (GPTQ) or quant_config.json (AWQ) when
+                                * config.json has no quantization_config, or NULL */
     const json_t *qcfg;        /* the quantization config in use (borrowed from the two), or NULL */
     const char *config_file, *quant_json, *index_file, *detected_by; /* arena */
     qtk_hub_notice *notices;
@@ -209,7 +211,8 @@ struct hub_conv {
     bool (*meta_used)(const qtk__hub *h, const char *key);
 };
 
-extern const hub_conv hub_gptoss_conv, hub_modelopt_conv, hub_ct_conv, hub_deepseek_conv, hub_bnb_conv, hub_torchao_conv;
+extern const hub_conv hub_gptoss_conv, hub_modelopt_conv, hub_ct_conv, hub_deepseek_conv, hub_bnb_conv, hub_torchao_conv,
+    hub_gptq_conv, hub_awq_conv;
 const hub_conv *hub_conv_of(qtk_hub_layout l);
 /* The hub behind a logical checkpoint, or NULL for a plain one. */
 const qtk__hub *hub_of(const qtk_ckpt *c);
