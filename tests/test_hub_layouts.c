@@ -21,7 +21,7 @@ typedef struct {
 typedef struct {
     const char *title;
     qtk_hub_layout layout;
-    qt t[10];
+    qt t[12];
     size_t n;
 } lset;
 
@@ -48,13 +48,27 @@ static const lset sets[] = {
       {"c.i4.weight", "q4f,block=32:bf16", 2, {8, 100}},
       {"c.i8.weight", "q8f,block=*:f16", 2, {6, 10}},
       {"c.int8.weight", "q8f,block=*:bf16,store=native", 2, {6, 10}},
-      {"c.mx.weight", "mxfp4", 2, {4, 64}}}, 9},
+      {"c.mx.weight", "mxfp4", 2, {4, 64}},
+      {"c.a4.weight", "u4,block=32:bf16,zero=u8", 2, {8, 100}},
+      {"c.a8.weight", "u8,block=*:f16,zero=u8", 2, {6, 10}},
+      {"c.ai8.weight", "u8,block=*:bf16,zero=u8,store=native", 2, {6, 10}}}, 12},
     {"compressed-tensors-w4a16", QTK_LAYOUT_CT,
      {{"model.layers.0.self_attn.o_proj.weight", "q4f,block=128:bf16", 2, {16, 256}},
       {"model.layers.0.mlp.up_proj.weight", "q4f,block=128:bf16", 2, {32, 200}}}, 2},
     {"deepseek", QTK_LAYOUT_DEEPSEEK,
      {{"model.layers.0.self_attn.q_b_proj.weight", "e4m3,block=128x128:f32,store=native", 2, {200, 300}},
       {"model.layers.0.self_attn.kv_a_proj_with_mqa.weight", "e4m3,block=128x128:f32,store=native", 2, {576, 256}}}, 2},
+    {"gptq", QTK_LAYOUT_GPTQ,
+     {{"model.layers.0.self_attn.q_proj.weight", "u4,block=32:f16,zero=u8", 2, {32, 64}},
+      {"model.layers.0.mlp.down_proj.weight", "u4,block=32:f16,zero=u8", 2, {64, 128}}}, 2},
+    {"gptq-3bit", QTK_LAYOUT_GPTQ,
+     {{"model.layers.0.self_attn.q_proj.weight", "u3,block=32:f16,zero=u8,store=native", 2, {32, 64}},
+      {"model.layers.0.mlp.down_proj.weight", "u3,block=32:f16,zero=u8,store=native", 2, {64, 96}}}, 2},
+    {"gptq-8bit-per-row", QTK_LAYOUT_GPTQ,
+     {{"model.layers.0.self_attn.q_proj.weight", "u8,block=*:f16,zero=u8", 2, {8, 64}}}, 1},
+    {"awq", QTK_LAYOUT_AWQ,
+     {{"model.layers.0.self_attn.q_proj.weight", "u4,block=32:f16,zero=u8", 2, {32, 64}},
+      {"model.layers.0.mlp.down_proj.weight", "u4,block=32:f16,zero=u8", 2, {64, 128}}}, 2},
     {"bnb", QTK_LAYOUT_BNB,
      {{"b.q.weight", "nf4", 2, {16, 128}},
       {"b.flat.weight", "q4f,table=nf4,block=64:f32", 1, {99}},
@@ -176,6 +190,73 @@ static bool reference(qtk_ckpt *raw, qtk_hub_layout l, const qt *q, float *y) {
             float e = e4m3(s.b[1][i / 16]) / G;
             y[i] = e2m1(s.b[0][i / 2] >> (4 * (i % 2))) * e;
         }
+    } else if (l == QTK_LAYOUT_GPTQ || l == QTK_LAYOUT_AWQ) {
+        /* GPTQ: qweight [K b/32, N], column n one LSB-first bit stream down the column;
+         * qzeros [ng, N b/32] z - 1 (v1: the constant subtracted from whole words, 3 bits
+         * per field); AWQ: qweight [K, N/8], qzeros [ng, N/8], field i = column 8c + order[i] */
+        char P[256], nm[300];
+        snprintf(P, sizeof P, "%.*s", (int)(strlen(q->name) - 7), q->name);
+        const char *sfx[3] = {"qweight", "qzeros", "scales"};
+        for (int k = 0; k < 3; k++) {
+            snprintf(nm, sizeof nm, "%s.%s", P, sfx[k]);
+            s.b[k] = tensor_bytes(raw, nm, &s.len[k]);
+        }
+        if (!s.b[0] || !s.b[1] || !s.b[2]) return false;
+        unsigned b = (unsigned)(q->spec[1] - '0');
+        size_t N = O, G = strstr(q->spec, "block=*") ? K : (size_t)atoi(strstr(q->spec, "block=") + 6), ng = (K + G - 1) / G;
+        static const unsigned order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+        for (size_t r = 0; r < N; r++)
+            for (size_t k = 0; k < K; k++) {
+                size_t g = k / G;
+                unsigned qv, zv;
+                if (l == QTK_LAYOUT_AWQ) {
+                    size_t c = r / 8;
+                    unsigned i = 0;
+                    while (order[i] != r % 8) i++;
+                    uint32_t wq, wz;
+                    memcpy(&wq, s.b[0] + 4 * (k * (N / 8) + c), 4);
+                    memcpy(&wz, s.b[1] + 4 * (g * (N / 8) + c), 4);
+                    qv = (wq >> (4 * i)) & 15, zv = (wz >> (4 * i)) & 15;
+                } else {
+                    uint64_t bit = (uint64_t)k * b, zbit = (uint64_t)r * b;
+                    uint32_t w0, w1 = 0, z0, z1 = 0;
+                    size_t wi = (size_t)(bit / 32), zi = (size_t)(zbit / 32), zr = N * b / 32;
+                    memcpy(&w0, s.b[0] + 4 * (wi * N + r), 4);
+                    if (bit % 32 + b > 32) memcpy(&w1, s.b[0] + 4 * ((wi + 1) * N + r), 4);
+                    qv = (unsigned)(((uint64_t)w1 << 32 | w0) >> (bit % 32)) & ((1u << b) - 1);
+                    memcpy(&z0, s.b[1] + 4 * (g * zr + zi), 4);
+                    if (zbit % 32 + b > 32) memcpy(&z1, s.b[1] + 4 * (g * zr + zi + 1), 4);
+                    if (b != 3) z0 += b == 2 ? 0x55555555u : b == 4 ? 0x11111111u : 0x01010101u, z1 = 0;
+                    zv = (unsigned)(((uint64_t)z1 << 32 | z0) >> (zbit % 32)) & ((1u << b) - 1);
+                    if (b == 3) zv = (zv + 1) & 7;
+                }
+                float sc = qtk_fmt_decode(QTK_DTYPE_F16, (uint32_t)(s.b[2][2 * (g * N + r)] | s.b[2][2 * (g * N + r) + 1] << 8));
+                y[r * K + k] = sc * (float)((int)qv - (int)zv);
+            }
+        (void)ng;
+    } else if (l == QTK_LAYOUT_CT && q->spec[0] == 'u') {
+        /* zero points: offset-binary fields (packed) or int8, minus the zero point (packed
+         * along the rows, or int8), times the scale */
+        bool native = strstr(q->spec, "native") != NULL;
+        get(&s, 0, native ? "" : "_packed"), get(&s, 1, "_scale"), get(&s, 2, "_zero_point");
+        if (!s.b[0] || !s.b[1] || !s.b[2]) return false;
+        unsigned bits = q->spec[1] == '4' ? 4 : 8, fpw = 32 / bits;
+        size_t wpr = (K + fpw - 1) / fpw, G = strstr(q->spec, "block=*") ? K : (size_t)atoi(strstr(q->spec, "block=") + 6);
+        size_t gc = (K + G - 1) / G;
+        for (size_t o = 0; o < O; o++)
+            for (size_t k = 0; k < K; k++) {
+                int qv, zv;
+                if (native) {
+                    qv = (int8_t)s.b[0][o * K + k], zv = (int8_t)s.b[2][o * gc + k / G];
+                } else {
+                    uint32_t w, zw;
+                    memcpy(&w, s.b[0] + 4 * (o * wpr + k / fpw), 4);
+                    memcpy(&zw, s.b[2] + 4 * ((o / fpw) * gc + k / G), 4);
+                    qv = (int)((w >> (bits * (k % fpw))) & ((1u << bits) - 1)) - (1 << (bits - 1));
+                    zv = (int)((zw >> (bits * (o % fpw))) & ((1u << bits) - 1)) - (1 << (bits - 1));
+                }
+                y[o * K + k] = (float)(qv - zv) * scale_at(s.dt[1], s.b[1], o * gc + k / G);
+            }
     } else if (l == QTK_LAYOUT_CT && strstr(q->spec, "q") == q->spec && !strstr(q->spec, "native")) {
         get(&s, 0, "_packed"), get(&s, 1, "_scale"), get(&s, 2, "_shape");
         if (!s.b[0] || !s.b[1] || !s.b[2]) return false;

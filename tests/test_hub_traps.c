@@ -383,13 +383,16 @@ static uint32_t pack8(const int *q) { /* offset binary, element i at bits 4i */
     return w;
 }
 
+/* Asymmetric pack-quantized: qtk's u4,...,zero=u8 with the stored offset-binary codes, the
+ * values exactly (q - z) s, compressed-tensors' own (q - z) s rounded to the bf16 scale's
+ * dtype through the reference path, and written back byte for byte. */
 static void ct_zero_points(void) {
     const char *d = dir_for("ctzp");
     int q[2][8] = {{-8, -3, 0, 1, 7, 2, -1, 5}, {3, 3, -4, 6, 0, -7, 2, 1}};
     uint32_t words[2] = {pack8(q[0]), pack8(q[1])};
     int z[2] = {1, -2};
     uint32_t zp = (uint32_t)(z[0] + 8) | (uint32_t)(z[1] + 8) << 4; /* packed along rows */
-    uint16_t sc[2] = {0x3F00, 0x3E80};                           /* bf16 0.5, 0.25 */
+    uint16_t sc[2] = {0x3F81, 0x3E80};                           /* bf16 1.0078125, 0.25 */
     int64_t shape[2] = {2, 8};
     st_entry_t e[4] = {{"m.o_proj.weight_packed", "I32", {2, 1}, 2, words, 8},
                        {"m.o_proj.weight_scale", "BF16", {2, 1}, 2, sc, 4},
@@ -402,15 +405,40 @@ static void ct_zero_points(void) {
     snprintf(cfg, sizeof cfg, ct_cfg_fmt, "false", 8, "null");
     CHECK(text_write(p, cfg));
     qtk_ckpt *c = open_dir(d);
-    float want[16];
+    float want[16], ref[16];
     for (int r = 0; r < 2; r++)
-        for (int k = 0; k < 8; k++) want[r * 8 + k] = (float)(q[r][k] - z[r]) * (r ? 0.25f : 0.5f);
+        for (int k = 0; k < 8; k++) {
+            want[r * 8 + k] = (float)(q[r][k] - z[r]) * (r ? 0.25f : 1.0078125f);
+            ref[r * 8 + k] = qtk_fmt_decode(QTK_DTYPE_BF16, qtk_fmt_encode(QTK_DTYPE_BF16, want[r * 8 + k]));
+        }
     check_values(c, "m.o_proj.weight", want, 16);
     if (c) {
         size_t i = tensor_index(c, "m.o_proj.weight");
-        CHECK(i != SIZE_MAX && !qtk__ckpt_desc(c)->tensors[i].quantized &&
-              qtk__ckpt_desc(c)->tensors[i].elem == QTK_ELEM_F32);
-        CHECK(has_notice(c, "m.o_proj.weight", "asymmetric zero point"));
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse("u4,block=8:bf16,zero=u8", &s));
+        CHECK(i != SIZE_MAX && qtk__ckpt_desc(c)->tensors[i].quantized &&
+              qtk_scheme_equal(&qtk__ckpt_desc(c)->tensors[i].scheme, &s));
+        float got[16];
+        CHECK_OK(qtk_ckpt_read_values(c, i, QTK_DTYPE_F32, got, 16));
+        int differ = 0;
+        for (int k = 0; k < 16; k++) {
+            CHECK_BITS(got[k], ref[k]);
+            differ += want[k] != ref[k];
+        }
+        CHECK(differ > 0); /* the bf16 rounding is visible in this data */
+        const char *d2 = dir_for("ctzp2");
+        CHECK_OK(hub_rewrite(c, d2, QTK_LAYOUT_CT));
+        qtk_ckpt *a = NULL, *b = NULL;
+        CHECK_OK(qtk_ckpt_open(d, &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &a));
+        CHECK_OK(qtk_ckpt_open(d2, &(qtk_open_options){.layout = QTK_LAYOUT_NONE}, &b));
+        for (size_t k = 0; a && b && k < 4; k++) {
+            size_t la = 0, lb = 0;
+            uint8_t *x = tensor_bytes(a, e[k].name, &la), *y = tensor_bytes(b, e[k].name, &lb);
+            CHECK_MSG(x && y && la == lb && memcmp(x, y, la) == 0, "'%s' differs written back", e[k].name);
+            free(x), free(y);
+        }
+        qtk_ckpt_close(a);
+        qtk_ckpt_close(b);
     }
     qtk_ckpt_close(c);
 }

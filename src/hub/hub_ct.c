@@ -12,9 +12,11 @@
  * X is the weight's name (P.weight). The config's groups give what the tensors do not
  * (group size, block structure, symmetry); each tensor is matched against the groups'
  * targets and the ignore list as compressed-tensors does ("re:" regexes match from the start
- * of the module name; other targets are module or class names). Asymmetric zero points and
- * activation-order group indices have no qtk form: those tensors are dequantized to F32
- * (exact values) with a notice. */
+ * of the module name; other targets are module or class names). Asymmetric int weights with
+ * channel or group scales become qtk's zero-point schemes (u4/u8,...,zero=u8: the stored
+ * offset-binary fields are the unsigned codes); activation-order group indices, and zero
+ * points of other strategies, have no qtk form: those tensors are dequantized to F32 (exact
+ * values) with a notice. */
 #include "hub/hub_ct.h"
 
 #include <regex.h>
@@ -380,6 +382,28 @@ static qtk_status add_weight(qtk__hub *h, weight *w, const ct_args *a, bool infe
         p.item.decode = hub_ct_decode_pack;
         p.item.param = pp;
         st = hub_scheme(&p.scheme, "%s,%s", w->bits == 4 ? "q4f" : "q8f", level);
+    } else if ((w->kind == W_PACK || w->kind == W_INT8) && asym && w->zp && !gidx && w->rank == 2 &&
+               (a->strategy == CT_CHANNEL || a->strategy == CT_GROUP)) {
+        /* zero points: qtk's unsigned fields are the offset-binary codes as stored */
+        const qtk_ckpt_tensor *z = w->zp->t;
+        bool packed = w->kind == W_PACK;
+        unsigned bits = packed ? w->bits : 8, fpw = 32 / bits;
+        size_t O = w->lshape[0], K = w->lshape[1], gcols = a->strategy == CT_GROUP ? qtk__ceil_div(K, (size_t)a->G) : 1;
+        size_t want = packed ? qtk__ceil_div(O, fpw) * gcols : O * gcols;
+        if (z->elem != (packed ? QTK_ELEM_I32 : QTK_ELEM_I8) || z->numel != want)
+            return qtk__err(QTK_E_SHAPE, "'%s' (in '%s') is %s with %zu values; zero points here are %s with %zu (%s)", z->name,
+                            hub_file(h, w->zp), qtk_elem_name(z->elem), z->numel, packed ? "I32" : "I8", want,
+                            packed ? "packed along the rows" : "one per scale");
+        hub_ct_zp_param *zp = hub_alloc(h, sizeof *zp);
+        if (!zp) return qtk__err(QTK_E_NOMEM, "out of memory");
+        *zp = (hub_ct_zp_param){.packed = packed, .bits = bits, .O = O, .K = K,
+                                .wpr = packed ? w->w->t->shape[1] : K, .gcols = gcols};
+        p.item.raw[p.item.n++] = (size_t)(w->zp - h->raw);
+        w->zp->used = true;
+        p.item.decode = hub_ct_decode_zp;
+        p.item.param = zp;
+        if (w->scale->t->elem != QTK_ELEM_F32) p.item.deq = hub_deq_zero_point;
+        st = hub_scheme(&p.scheme, "u%u,%s,zero=u8,store=%s", bits, level, packed ? "u32" : "native");
     } else {
         if (w->rank != 2 || (a->strategy == CT_TENSOR && w->zp && w->zp->t->numel != 1))
             return qtk__err(QTK_E_UNSUPPORTED, "'%s': qtk dequantizes zero points and group indices of 2-D weights only", w->x);

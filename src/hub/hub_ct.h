@@ -28,6 +28,14 @@ typedef struct {
 } hub_ct_pack_param;
 qtk_status hub_ct_decode_pack(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
 
+/* Asymmetric ints with channel or group scales -> u{bits},...,zero=u8. Parts: weight, scale, zp. */
+typedef struct {
+    bool packed;            /* I32 offset-binary words (zero points packed along the rows), else I8 */
+    unsigned bits;
+    size_t O, K, wpr, gcols;
+} hub_ct_zp_param;
+qtk_status hub_ct_decode_zp(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
+
 /* Zero points and activation order: (q - z) x s as F32. Parts: weight, scale, [zp], [g_idx]. */
 typedef struct {
     bool packed;            /* I32 offset-binary words, else I8 */

@@ -127,7 +127,42 @@ qtk_status hub_ct_decode_pack(qtk__hub *h, const char *name, const hub_item *it,
     return QTK_OK;
 }
 
-/* ---- tensors with no qtk form: zero points, activation order ---- */
+/* ---- zero points: offset-binary codes are qtk's unsigned fields ---- */
+
+qtk_status hub_ct_decode_zp(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out) {
+    (void)name;
+    const hub_ct_zp_param *p = it->param;
+    size_t nv = h->raw[it->raw[0]].t->nbytes, ns = h->raw[it->raw[1]].t->nbytes;
+    if (p->packed) {
+        unsigned fpw = 32 / p->bits;
+        size_t used = p->K % fpw;
+        uint32_t keep = used ? (uint32_t)((1ull << (used * p->bits)) - 1) : 0xFFFFFFFFu;
+        for (size_t r = 0; r < p->O; r++)
+            for (size_t w = 0; w < p->wpr; w++) {
+                size_t at = 4 * (r * p->wpr + w);
+                uint32_t v = qtk__ld32(part[0] + at);
+                qtk__st32(out + at, w == p->wpr - 1 ? v & keep : v); /* padding fields read 0 in qtk */
+            }
+    } else {
+        for (size_t i = 0; i < nv; i++) out[i] = part[0][i] ^ 0x80u; /* two's complement -> offset binary */
+    }
+    memcpy(out + nv, part[1], ns);
+    uint8_t *z = out + nv + ns;
+    for (size_t o = 0; o < p->O; o++)
+        for (size_t g = 0; g < p->gcols; g++) {
+            size_t i = o * p->gcols + g;
+            if (p->packed) {
+                unsigned fpw = 32 / p->bits;
+                uint32_t word = qtk__ld32(part[2] + 4 * ((o / fpw) * p->gcols + g));
+                z[i] = (uint8_t)((word >> (p->bits * (o % fpw))) & ((1u << p->bits) - 1u));
+            } else {
+                z[i] = part[2][i] ^ 0x80u;
+            }
+        }
+    return QTK_OK;
+}
+
+/* ---- tensors with no qtk form: zero points of other strategies, activation order ---- */
 
 
 static int32_t field(const uint8_t *words, size_t word, unsigned i, unsigned bits) {

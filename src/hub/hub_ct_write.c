@@ -14,6 +14,7 @@ typedef struct {
     unsigned bits;
     bool is_float;
     size_t G, bh, bw;
+    bool asym;     /* zero points (u4/u8,...,zero=u8) */
 } wargs;
 
 static const char *const format_of[] = {"", "nvfp4-pack-quantized", "mxfp4-pack-quantized", "float-quantized",
@@ -45,12 +46,22 @@ static bool classify(const qtk_ckpt_tensor *t, wargs *a) {
     if (qtk_scheme_parse("nvfp4", &nv) || qtk_scheme_parse("mxfp4", &mx)) return false;
     int r = t->rank;
     if (qtk_scheme_equal(s, &nv)) {
-        *a = (wargs){WK_NVFP4, CT_TENSOR_GROUP, 4, true, 16, 0, 0};
+        *a = (wargs){WK_NVFP4, CT_TENSOR_GROUP, 4, true, 16, 0, 0, false};
         return r == 2 && t->shape[1] % 16 == 0;
     }
     if (qtk_scheme_equal(s, &mx)) {
-        *a = (wargs){WK_MXFP4, CT_GROUP, 4, true, 32, 0, 0};
+        *a = (wargs){WK_MXFP4, CT_GROUP, 4, true, 32, 0, 0, false};
         return r >= 1 && t->shape[r - 1] % 32 == 0;
+    }
+    if (s->mode == QTK_MODE_AFFINE && s->offset == QTK_OFFSET_ZERO && s->offset_dtype == QTK_DTYPE_U8 && r == 2 &&
+        ((s->value == QTK_VALUE_U4 || s->value == QTK_VALUE_U8) && s->store == QTK_STORE_U32 && s->pack_dim == 0)) {
+        a->kind = WK_PACK, a->bits = s->value == QTK_VALUE_U4 ? 4 : 8, a->asym = true;
+        return strategy_of(t, a) && (a->strategy == CT_CHANNEL || a->strategy == CT_GROUP);
+    }
+    if (s->mode == QTK_MODE_AFFINE && s->offset == QTK_OFFSET_ZERO && s->offset_dtype == QTK_DTYPE_U8 && r == 2 &&
+        s->value == QTK_VALUE_U8 && s->store == QTK_STORE_NATIVE) {
+        a->kind = WK_INT8, a->bits = 8, a->asym = true;
+        return strategy_of(t, a) && (a->strategy == CT_CHANNEL || a->strategy == CT_GROUP);
     }
     if (s->mode != QTK_MODE_SYMMETRIC) return false;
     if ((s->value == QTK_VALUE_E4M3 || s->value == QTK_VALUE_E5M2) && s->store == QTK_STORE_NATIVE) {
@@ -72,8 +83,9 @@ static bool classify(const qtk_ckpt_tensor *t, wargs *a) {
 
 static qtk_status enc_pack(hub_wctx *wc, const hub_wpiece *p, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *out) {
     (void)wc;
-    unsigned bits = t->scheme.value == QTK_VALUE_Q4F ? 4 : 8, fpw = 32 / bits;
-    uint32_t flip = bits == 4 ? 0x88888888u : 0x80808080u;
+    bool asym = t->scheme.mode == QTK_MODE_AFFINE; /* unsigned codes: already offset binary */
+    unsigned bits = t->scheme.value == QTK_VALUE_Q4F || t->scheme.value == QTK_VALUE_U4 ? 4 : 8, fpw = 32 / bits;
+    uint32_t flip = asym ? 0u : bits == 4 ? 0x88888888u : 0x80808080u;
     size_t rows = t->shape[0], cols = t->shape[1], wpr = qtk__ceil_div(cols, fpw), used = cols % fpw;
     /* compressed-tensors pads a row's last word with field 0 (offset binary) */
     uint32_t keep = used ? (uint32_t)((1ull << (used * bits)) - 1) : 0xFFFFFFFFu;
@@ -85,6 +97,35 @@ static qtk_status enc_pack(hub_wctx *wc, const hub_wpiece *p, const qtk_ckpt_ten
             qtk__st32(out + at, v);
         }
     (void)p;
+    return QTK_OK;
+}
+
+/* int8 with zero points: qtk's u8 codes back to two's complement */
+static qtk_status enc_flip8(hub_wctx *wc, const hub_wpiece *p, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *out) {
+    (void)wc, (void)t;
+    for (size_t i = 0; i < p->nbytes; i++) out[i] = bytes[i] ^ 0x80u;
+    return QTK_OK;
+}
+
+/* zero points: qtk's u8 per scale -> I32 packed along the rows (offset-binary fields) or I8 */
+static qtk_status enc_zp(hub_wctx *wc, const hub_wpiece *p, const qtk_ckpt_tensor *t, const uint8_t *bytes, uint8_t *out) {
+    (void)wc;
+    qtk_layout L;
+    qtk_status st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
+    if (st) return st;
+    const uint8_t *z = bytes + L.offsets_offset;
+    size_t O = L.grid[0], gc = L.grid[1];
+    if (p->elem == QTK_ELEM_I8) {
+        for (size_t i = 0; i < O * gc; i++) out[i] = z[i] ^ 0x80u;
+        return QTK_OK;
+    }
+    unsigned bits = t->scheme.value == QTK_VALUE_U4 ? 4 : 8, fpw = 32 / bits;
+    memset(out, 0, p->nbytes);
+    for (size_t o = 0; o < O; o++)
+        for (size_t g = 0; g < gc; g++) {
+            uint8_t *w = out + 4 * ((o / fpw) * gc + g);
+            qtk__st32(w, qtk__ld32(w) | (uint32_t)z[o * gc + g] << (bits * (o % fpw)));
+        }
     return QTK_OK;
 }
 
@@ -135,7 +176,8 @@ qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
         return qtk__err(QTK_E_UNSUPPORTED,
                         "layout compressed-tensors stores nvfp4 (2-D, K a multiple of 16), mxfp4, e4m3/e5m2 and q8f with "
                         "store=native, and q4f/q8f with store=u32:0 (2-D), each with one per-tensor, per-row (block=*), "
-                        "group (block=G) or 2-D block scale in f32, bf16 or f16; this is '%s' on [%s]",
+                        "group (block=G) or 2-D block scale in f32, bf16 or f16, and with zero points u4/u8,...,zero=u8 "
+                        "(store=u32:0, or u8 store=native) with per-row or group scales; this is '%s' on [%s]",
                         spec, qtk_shape_format(t->shape, t->rank, sh, sizeof sh));
     }
     qtk_layout L;
@@ -153,6 +195,7 @@ qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
     } else if (a.kind == WK_FLOAT || a.kind == WK_INT8) {
         qtk_elem e = a.kind == WK_INT8 ? QTK_ELEM_I8 : t->scheme.value == QTK_VALUE_E4M3 ? QTK_ELEM_F8_E4M3 : QTK_ELEM_F8_E5M2;
         v = hub_wpiece_add(wc, w, t, vs, e, t->shape, r, L.value_bytes);
+        if (v && a.asym) v->encode = enc_flip8;
     } else {
         v = hub_wpiece_add(wc, w, t, vs, QTK_ELEM_U8, shape, r, L.value_bytes);
     }
@@ -175,8 +218,16 @@ qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
             x->constant = c;
         }
     }
+    hub_wpiece *zp = NULL;
+    if (a.asym) {
+        unsigned fpw = 32 / a.bits;
+        size_t zs[2] = {a.kind == WK_PACK ? qtk__ceil_div(L.grid[0], fpw) : L.grid[0], L.grid[1]};
+        zp = hub_wpiece_add(wc, w, t, "_zero_point", a.kind == WK_PACK ? QTK_ELEM_I32 : QTK_ELEM_I8, zs, 2,
+                            a.kind == WK_PACK ? 4 * zs[0] * zs[1] : zs[0] * zs[1]);
+        if (zp) zp->encode = enc_zp;
+    }
     bool need_x = a.kind == WK_NVFP4 || a.kind == WK_PACK;
-    if (!v || !s || (need_x && !x)) return qtk__err(QTK_E_NOMEM, "out of memory");
+    if (!v || !s || (need_x && !x) || (a.asym && !zp)) return qtk__err(QTK_E_NOMEM, "out of memory");
     return QTK_OK;
 }
 
@@ -184,7 +235,7 @@ qtk_status hub_ct_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w) {
 
 static json_t *weights_json(const wargs *a) {
     json_t *w = json_pack("{s:i, s:s, s:b, s:o, s:s, s:o, s:b, s:n, s:s, s:{}}", "num_bits", (int)a->bits, "type",
-                          a->is_float ? "float" : "int", "symmetric", 1, "group_size",
+                          a->is_float ? "float" : "int", "symmetric", !a->asym, "group_size",
                           a->G ? json_integer((json_int_t)a->G) : json_null(), "strategy", strategy_name[a->strategy],
                           "block_structure",
                           a->strategy == CT_BLOCK ? json_pack("[I, I]", (json_int_t)a->bh, (json_int_t)a->bw) : json_null(),
@@ -194,7 +245,7 @@ static json_t *weights_json(const wargs *a) {
 
 static bool same_args(const wargs *a, const wargs *b) {
     return a->kind == b->kind && a->strategy == b->strategy && a->bits == b->bits && a->G == b->G && a->bh == b->bh &&
-           a->bw == b->bw;
+           a->bw == b->bw && a->asym == b->asym;
 }
 
 /* The source's single group, if it says what ours would. */
@@ -208,7 +259,7 @@ static bool source_group_matches(const json_t *src, const wargs *a) {
     const json_t *sym = hub_json(w, "symmetric");
     if (!hub_json_int(hub_json(w, "num_bits"), &bits) || (unsigned long long)bits != a->bits || !type ||
         strcmp(type, a->is_float ? "float" : "int") != 0 || !strategy || strcmp(strategy, strategy_name[a->strategy]) != 0 ||
-        json_is_false(sym))
+        (a->asym ? !json_is_false(sym) : json_is_false(sym)))
         return false;
     if (a->G && (!hub_json_int(hub_json(w, "group_size"), &gs) || (size_t)gs != a->G)) return false;
     if (a->strategy == CT_BLOCK) {

@@ -369,26 +369,6 @@ qtk_status hub_gptq_decode(qtk__hub *h, const char *name, const hub_item *it, co
     return QTK_OK;
 }
 
-/* ---- the reference dequantization ---- */
-
-qtk_status hub_deq_zero_point(const qtk__hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
-                              qtk_dtype dtype, void *out, bool *done) {
-    (void)h, (void)it;
-    qtk_dtype sdt = t->scheme.block_rank ? t->scheme.block_dtype : t->scheme.tensor_dtype;
-    if (sdt == QTK_DTYPE_F32 || (dtype == sdt)) return QTK_OK; /* qtk's one rounding is the reference's */
-    float *y = dtype == QTK_DTYPE_F32 ? out : malloc(t->numel * sizeof *y);
-    if (!y) return qtk__err(QTK_E_NOMEM, "out of memory");
-    qtk_status st = qtk_dequantize_bytes(bytes, t->nbytes, t->shape, t->rank, &t->scheme, QTK_DTYPE_F32, y, t->numel);
-    for (size_t i = 0; i < t->numel && !st; i++) {
-        float v = qtk_fmt_decode(sdt, qtk_fmt_encode(sdt, y[i])); /* RN in the scales' dtype */
-        if (dtype == QTK_DTYPE_F32) y[i] = v;
-        else ((uint16_t *)out)[i] = (uint16_t)qtk_fmt_encode(dtype, v);
-    }
-    if (y != out) free(y);
-    if (!st) *done = true;
-    return st;
-}
-
 /* ---- detection ---- */
 
 static bool sniff_kind(const qtk__hub *h, int kind, const char **why) {

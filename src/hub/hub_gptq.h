@@ -56,13 +56,6 @@ void hub_transpose16(const uint8_t *src, size_t R, size_t C, uint8_t *dst);
  * act_order, the reference values in the scales' element. */
 qtk_status hub_gptq_decode(qtk__hub *h, const char *name, const hub_item *it, const uint8_t *const *part, uint8_t *out);
 
-/* The reference dequantization of a zero-point tensor: RN_S(s (q - z)) with S the scale's
- * own dtype (what GPTQ's, AWQ's and compressed-tensors' torch dequantizers compute: integers
- * times a tensor of the scales' dtype), then converted to dtype. qtk's own values are the
- * exact f32 product; the two agree for an f32 scale (nothing to do then). */
-qtk_status hub_deq_zero_point(const qtk__hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
-                              qtk_dtype dtype, void *out, bool *done);
-
 /* Writing (hub_gptq_write.c). */
 qtk_status hub_gptq_plan(hub_wctx *wc, const qtk_ckpt_tensor *t, hub_wtensor *w);
 qtk_status hub_gptq_config(hub_wctx *wc, json_t *q, json_t **hfq);

@@ -134,6 +134,13 @@ const char *hub_dtype_spec(qtk_dtype d); /* "f32", "bf16", ... */
 /* Reads a stored scale of element e at p as f32. */
 float hub_scale_value(qtk_elem e, const uint8_t *p);
 
+/* The reference dequantization of a zero-point tensor: RN_S(s (q - z)) with S the scale's
+ * own dtype (what GPTQ's, AWQ's and compressed-tensors' torch dequantizers compute: integers
+ * times a tensor of the scales' dtype), then converted to dtype. qtk's own values are the
+ * exact f32 product; the two agree for an f32 scale (nothing to do then). */
+qtk_status hub_deq_zero_point(const qtk__hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
+                              qtk_dtype dtype, void *out, bool *done);
+
 /* JSON: member of an object (NULL if o is not an object or lacks it), an integer, a string. */
 const json_t *hub_json(const json_t *o, const char *key);
 bool hub_json_int(const json_t *v, long long *out);

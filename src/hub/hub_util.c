@@ -3,6 +3,7 @@
 #include "hub/hub_internal.h"
 
 #include <stdarg.h>
+#include <stdlib.h>
 #include <stdio.h>
 
 qtk_status hub_scheme(qtk_scheme *s, const char *fmt, ...) {
@@ -101,4 +102,23 @@ const char *hub_module(hub_wctx *wc, const char *name) {
     size_t n = strlen(name);
     if (n > 7 && strcmp(name + n - 7, ".weight") == 0) return qtk__arena_strndup(wc->arena, name, n - 7);
     return name;
+}
+
+/* The reference dequantization of zero-point tensors (hub_internal.h). */
+qtk_status hub_deq_zero_point(const qtk__hub *h, const hub_item *it, const qtk_ckpt_tensor *t, const uint8_t *bytes,
+                              qtk_dtype dtype, void *out, bool *done) {
+    (void)h, (void)it;
+    qtk_dtype sdt = t->scheme.block_rank ? t->scheme.block_dtype : t->scheme.tensor_dtype;
+    if (sdt == QTK_DTYPE_F32 || (dtype == sdt)) return QTK_OK; /* qtk's one rounding is the reference's */
+    float *y = dtype == QTK_DTYPE_F32 ? out : malloc(t->numel * sizeof *y);
+    if (!y) return qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk_status st = qtk_dequantize_bytes(bytes, t->nbytes, t->shape, t->rank, &t->scheme, QTK_DTYPE_F32, y, t->numel);
+    for (size_t i = 0; i < t->numel && !st; i++) {
+        float v = qtk_fmt_decode(sdt, qtk_fmt_encode(sdt, y[i])); /* RN in the scales' dtype */
+        if (dtype == QTK_DTYPE_F32) y[i] = v;
+        else ((uint16_t *)out)[i] = (uint16_t)qtk_fmt_encode(dtype, v);
+    }
+    if (y != out) free(y);
+    if (!st) *done = true;
+    return st;
 }
