@@ -1,6 +1,6 @@
 /* fuzz_hub.c — Hugging Face Hub checkpoints as multi-file directories: shards, an index and
  * the configs that select a layout (gpt-oss, ModelOpt, compressed-tensors, DeepSeek,
- * bitsandbytes, torchao).
+ * bitsandbytes, torchao, GPTQ, AWQ).
  *
  * Input: [n][name id][u16 length][bytes]... — up to six files, each one of the names below,
  * written into a fresh directory; the last byte chooses what is opened (the directory, its
@@ -26,6 +26,8 @@ static const char *const names[] = {
     "model-00002-of-00002.safetensors",
     "model.safetensors",
     "other.safetensors.index.json",
+    "quantize_config.json",
+    "quant_config.json",
 };
 #define N_NAMES (sizeof names / sizeof names[0])
 

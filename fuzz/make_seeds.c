@@ -237,7 +237,8 @@ static void seed_file(const char *harness, const char *name, const char *path) {
 /* fuzz_hub's container: [n][name id][u24 length][bytes]... [how] */
 static const char *const hub_names[] = {
     "config.json", "hf_quant_config.json", "model.safetensors.index.json", "model-00001-of-00002.safetensors",
-    "model-00002-of-00002.safetensors", "model.safetensors", "other.safetensors.index.json",
+    "model-00002-of-00002.safetensors", "model.safetensors", "other.safetensors.index.json", "quantize_config.json",
+    "quant_config.json",
 };
 
 static void pack_dir(const char *name, const char *dir, uint8_t how) {
@@ -449,7 +450,7 @@ static void ckpt_seeds(const char *data) {
     /* Hub layouts: one file (read by its tensor names) and a directory (with its configs) */
     static const struct {
         qtk_hub_layout l;
-        const char *scheme;
+        const char *scheme, *only;
     } hub[] = {
         {QTK_LAYOUT_GPT_OSS, "mxfp4"},
         {QTK_LAYOUT_MODELOPT, "nvfp4"},
@@ -458,17 +459,21 @@ static void ckpt_seeds(const char *data) {
         {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:f32,store=native"},
         {QTK_LAYOUT_BNB, "nf4"},
         {QTK_LAYOUT_MODELOPT, "e4m3,block=*:f32,store=native"},
+        {QTK_LAYOUT_GPTQ, "u4,block=32:f16,zero=u8", "layers"},
+        {QTK_LAYOUT_GPTQ, "u3,block=32:f16,zero=u8,store=native", "layers"},
+        {QTK_LAYOUT_AWQ, "u4,block=32:f16,zero=u8", "layers"},
+        {QTK_LAYOUT_CT, "u4,block=32:bf16,zero=u8", NULL},
     };
     for (size_t i = 0; i < sizeof hub / sizeof hub[0]; i++) {
         char dir[64];
         snprintf(dir, sizeof dir, "hub-%zu", i);
-        convert(st, tpath(dir), hub[i].scheme, hub[i].l, NULL, i == 4 ? 20000 : 0);
+        convert(st, tpath(dir), hub[i].scheme, hub[i].l, hub[i].only, i == 4 || i == 7 ? 20000 : 0);
         char p[800];
         snprintf(p, sizeof p, "%s/model.safetensors", tpath(dir));
         snprintf(name, sizeof name, "%s-%s.safetensors", qtk_hub_layout_name(hub[i].l), i == 3 ? "nvfp4" : "one");
         if (access(p, R_OK) == 0) seed_file("safetensors", name, p);
         snprintf(name, sizeof name, "%s-%zu", qtk_hub_layout_name(hub[i].l), i);
-        pack_dir(name, tpath(dir), (uint8_t)(i == 4 ? 1 : 0));
+        pack_dir(name, tpath(dir), (uint8_t)(i == 4 || i == 7 ? 1 : 0));
         rm_dir(tpath(dir));
     }
     if (data) real_seeds(data);

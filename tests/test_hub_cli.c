@@ -91,19 +91,23 @@ static void cli_errors(void) {
 static void notices(void) {
     char d[600], p[1024];
     snprintf(d, sizeof d, "%s", tmp_subdir("zp"));
-    uint32_t words[2] = {0x12345678, 0x9abcdef0}, zp = 0x98;
-    uint16_t sc[2] = {0x3f80, 0x3f00};
+    uint32_t words[2] = {0x12345678, 0x9abcdef0}, zp = 0x9898;
+    uint16_t sc[4] = {0x3f80, 0x3f00, 0x3f80, 0x3f00};
     int64_t shape[2] = {2, 8};
-    st_entry_t e[4] = {{"m.o_proj.weight_packed", "I32", {2, 1}, 2, words, 8},
-                       {"m.o_proj.weight_scale", "BF16", {2, 1}, 2, sc, 4},
+    int32_t gidx[8] = {1, 0, 1, 0, 1, 0, 1, 0}; /* activation order */
+    st_entry_t e[5] = {{"m.o_proj.weight_packed", "I32", {2, 1}, 2, words, 8},
+                       {"m.o_proj.weight_scale", "BF16", {2, 2}, 2, sc, 8},
                        {"m.o_proj.weight_shape", "I64", {2}, 1, shape, 16},
-                       {"m.o_proj.weight_zero_point", "I32", {1, 1}, 2, &zp, 4}};
+                       {"m.o_proj.weight_zero_point", "I32", {1, 2}, 2, &zp, 8},
+                       {"m.o_proj.weight_g_idx", "I32", {8}, 1, gidx, 32}};
+    uint32_t zp2[2] = {0x98, 0x98};
+    e[3].data = zp2;
     snprintf(p, sizeof p, "%s/model.safetensors", d);
-    CHECK(st_write(p, e, 4, ""));
+    CHECK(st_write(p, e, 5, ""));
     CHECK(run("convert zp zp-bf16 --scheme none --dtype bf16") == 0);
-    CHECK_MSG(strstr(err, "note: 'm.o_proj.weight': an asymmetric zero point has no qtk scheme: dequantized to F32"), "%s",
-              err);
-    CHECK(run("inspect zp") == 0 && strstr(out, "notice    'm.o_proj.weight': an asymmetric zero point"));
+    CHECK_MSG(strstr(err, "note: 'm.o_proj.weight': an activation-order group index (weight_g_idx) has no qtk scheme: "
+                          "dequantized to F32"), "%s", err);
+    CHECK(run("inspect zp") == 0 && strstr(out, "notice    'm.o_proj.weight': an activation-order group index"));
 }
 
 int main(int argc, char **argv) {

@@ -2,6 +2,7 @@
 independent reading of their bytes and ggml's own dequantization), qtk.save in every format,
 round trips byte for byte, and nothing left behind by failed writes."""
 
+import json
 import os
 
 import numpy as np
@@ -221,3 +222,43 @@ def test_open_errors(tmp_path):
         qtk.open(tmp_path / "m.bpk", layout="no-such-layout")
     with pytest.raises(qtk.Error):
         qtk.open(3.5)
+
+
+def _pack_rows(fields, bits):
+    """Fields [R, C] -> int32 words [R / (32 / bits), C], LSB first down each column (GPTQ's qweight)."""
+    pf = 32 // bits
+    f = fields.astype(np.uint32).reshape(fields.shape[0] // pf, pf, fields.shape[1])
+    w = np.zeros((f.shape[0], f.shape[2]), np.uint32)
+    for i in range(pf):
+        w |= f[:, i, :] << np.uint32(bits * i)
+    return w.view(np.int32)
+
+
+def test_gptq_checkpoint_reads_as_a_zero_point_scheme_and_writes_back(tmp_path):
+    """A GPTQ (checkpoint_format gptq: zero points minus one) module packed here with numpy:
+    one qtk tensor whose values are the packer's own f16 s * (q - z), written back unchanged."""
+    rng = np.random.default_rng(7)
+    N, K, G = 64, 256, 64
+    q = rng.integers(0, 16, (N, K))
+    z = rng.integers(1, 16, (K // G, N))
+    s = (rng.random((K // G, N)) * 0.01 + 0.001).astype(np.float16)
+    g_idx = (np.arange(K) // G).astype(np.int32)
+    stored = {"l.qweight": _pack_rows(q.T, 4), "l.qzeros": _pack_rows((z - 1).T, 4).T.copy(),
+              "l.scales": s, "l.g_idx": g_idx}
+    src = tmp_path / "src"
+    src.mkdir()
+    qtk.save(src / "model.safetensors", stored)
+    (src / "config.json").write_text(json.dumps({"quantization_config": {
+        "quant_method": "gptq", "bits": 4, "group_size": G, "desc_act": False, "sym": False}}))
+    want = (s.astype(np.float32)[g_idx, :].T * (q - z[g_idx, :].T)).astype(np.float16)
+    with qtk.open(src) as c:
+        assert c.hub["layout"] == "gptq" and c.keys() == ["l.weight"]
+        t = c.tensor("l.weight")
+        assert t.scheme == "u4,block=64:f16,zero=u8" and t.shape == (N, K)
+        assert t.scheme.mode == "affine" and t.scheme.offset == "zero"
+        assert np.array_equal(t.offsets().reshape(N, K // G), z.T)
+        assert np.array_equal(c.numpy("l.weight", dtype="float16"), want)
+    qtk.convert(src, tmp_path / "out", layout="gptq")
+    with qtk.open(tmp_path / "out", layout="none") as c:
+        for name, a in stored.items():
+            assert np.array_equal(c.tensor(name), a), name

@@ -328,7 +328,13 @@ static qtk_status detect(qtk__hub *h, qtk_hub_layout forced) {
             for (const char *const *m = convs[i]->methods; *m; m++)
                 if (strcmp(*m, method) == 0) {
                     h->layout = convs[i]->layout;
-                    snprintf(why, sizeof why, "config.json quant_method \"%.60s\"", method);
+                    if (h->qcfg == h->qfile) {
+                        const char *base = strrchr(h->config_file, '/');
+                        snprintf(why, sizeof why, "%.60s quant_method \"%.20s\"%s", base ? base + 1 : h->config_file, method,
+                                 hub_json_str(h->qcfg, "quant_method") ? "" : " (implied by its keys)");
+                    } else {
+                        snprintf(why, sizeof why, "config.json quant_method \"%.60s\"", method);
+                    }
                     h->detected_by = qtk__arena_strdup(&h->arena, why);
                     return h->detected_by ? QTK_OK : qtk__err(QTK_E_NOMEM, "out of memory");
                 }
@@ -336,7 +342,7 @@ static qtk_status detect(qtk__hub *h, qtk_hub_layout forced) {
         h->detected_by = "config.json (a quant_method qtk does not read)";
         return hub_notice(h, NULL,
                           "config.json quant_method '%.60s' is not a layout qtk reads (gpt-oss mxfp4, modelopt, "
-                          "compressed-tensors, fp8, bitsandbytes): the tensors are listed as stored",
+                          "compressed-tensors, fp8, bitsandbytes, torchao, gptq, awq): the tensors are listed as stored",
                           method);
     }
     /* written by qtk as the tensors they are (qtk:layout "none"), whatever their names say */

@@ -440,7 +440,8 @@ static qtk_status add_weight(qtk__hub *h, weight *w, const ct_args *a, bool infe
         p.item.decode = hub_ct_decode_deq;
         p.item.param = dp;
         st = hub_notice(h, w->x, "%s has no qtk scheme: dequantized to F32 (exact values)",
-                        w->zp ? "an asymmetric zero point" : "an activation-order group index (weight_g_idx)");
+                        gidx ? "an activation-order group index (weight_g_idx)"
+                             : "a zero point of tensor or block strategy (qtk's zero points follow per-row or group scales)");
     }
     if (!st) st = hub_add(h, &p);
     return st;

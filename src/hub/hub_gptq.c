@@ -69,13 +69,15 @@ static qtk_status read_cfg(const qtk__hub *h, int kind, pcfg *c) {
         if (c->have_bits && c->bits != 2 && c->bits != 3 && c->bits != 4 && c->bits != 8)
             return qtk__err(QTK_E_UNSUPPORTED, "'%s': bits %lld; GPTQ packs 2, 3, 4 or 8 bits", c->file, c->bits);
         c->desc_act = json_is_true(hub_json(q, "desc_act"));
+        /* checkpoint_format (AutoGPTQ, transformers), format (optimum, GPTQModel); "gptq" if neither */
         const char *f = hub_json_str(q, "checkpoint_format");
+        if (!f) f = hub_json_str(q, "format");
         if (json_is_true(hub_json(q, "is_marlin_format")) || (f && strcasecmp(f, "marlin") == 0))
             return qtk__err(QTK_E_UNSUPPORTED, "'%s': a Marlin-format GPTQ checkpoint (its qweight is permuted for the Marlin "
                             "kernel's tiles); qtk reads checkpoint_format gptq and gptq_v2", c->file);
         if (f && strcmp(f, "gptq") != 0 && strcmp(f, "gptq_v2") != 0)
-            return qtk__err(QTK_E_UNSUPPORTED, "'%s': checkpoint_format \"%.40s\" is not one qtk reads (gptq, gptq_v2)",
-                            c->file, f);
+            return qtk__err(QTK_E_UNSUPPORTED, "'%s': checkpoint_format \"%.40s\" is not one qtk reads (gptq, gptq_v2%s)",
+                            c->file, f, strcmp(f, "gptq_p") == 0 ? "; gptq_p is GPTQModel's planar packing" : "");
         c->v1 = !f || strcmp(f, "gptq") == 0;
     } else {
         if (c->have_bits && c->bits != 4)

@@ -38,6 +38,7 @@ static size_t value_bytes(const wshape *w) { return w->bits == 3 ? w->N * w->K :
 /* checkpoint_format of what is written: the source's (same layout), else "gptq" (v1) */
 static bool writes_v1(const hub_wctx *wc) {
     const char *f = hub_json_str(wc->src_qcfg, "checkpoint_format");
+    if (!f) f = hub_json_str(wc->src_qcfg, "format");
     return !f || strcmp(f, "gptq_v2") != 0;
 }
 
@@ -227,7 +228,8 @@ qtk_status hub_gptq_config(hub_wctx *wc, json_t *q, json_t **hfq) {
     if (!st && !json_is_false(hub_json(q, "desc_act"))) st = hub_jset(q, "desc_act", json_false());
     /* sym promises zero points of 2^(bits-1) to kernels that skip qzeros; qtk's are as stored */
     if (!st && !hub_json(q, "sym")) st = hub_jset(q, "sym", json_false());
-    if (!st && !hub_json(q, "checkpoint_format")) st = hub_jset(q, "checkpoint_format", json_string("gptq"));
+    if (!st && !hub_json(q, "checkpoint_format") && !hub_json(q, "format"))
+        st = hub_jset(q, "checkpoint_format", json_string("gptq"));
     return st;
 }
 
