@@ -223,9 +223,11 @@ size_t fz_ckpt_exercise(qtk_ckpt *c, size_t max_values) {
             st = qtk_ckpt_read_values(c, i, QTK_DTYPE_BF16, h, t->numel);
             FZ_CHECK(st == QTK_OK, "tensor '%s': bf16 values do not read: %s", t->name, qtk_last_error());
             /* qtk's own dequantization equals the values read, but where a Hub convention
-             * has its own formula (compressed-tensors' s / G) */
+             * has its own formula (compressed-tensors' s / G; zero points rounded to the
+             * scales' dtype as GPTQ's, AWQ's and compressed-tensors' torch code does) */
             size_t at = 0;
-            bool own_formula = hi.layout == QTK_LAYOUT_CT || hi.layout == QTK_LAYOUT_TORCHAO;
+            bool own_formula = hi.layout == QTK_LAYOUT_CT || hi.layout == QTK_LAYOUT_TORCHAO ||
+                               hi.layout == QTK_LAYOUT_GPTQ || hi.layout == QTK_LAYOUT_AWQ;
             if (deq && !own_formula)
                 FZ_CHECK(same_bits_f32(deq, y, t->numel, &at), "tensor '%s': read_values[%zu] = %a, dequantize gives %a",
                          t->name, at, (double)y[at], (double)deq[at]);

@@ -452,13 +452,13 @@ static void ckpt_seeds(const char *data) {
         qtk_hub_layout l;
         const char *scheme, *only;
     } hub[] = {
-        {QTK_LAYOUT_GPT_OSS, "mxfp4"},
-        {QTK_LAYOUT_MODELOPT, "nvfp4"},
-        {QTK_LAYOUT_CT, "q4f,block=32:bf16"},
-        {QTK_LAYOUT_CT, "nvfp4"},
-        {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:f32,store=native"},
-        {QTK_LAYOUT_BNB, "nf4"},
-        {QTK_LAYOUT_MODELOPT, "e4m3,block=*:f32,store=native"},
+        {QTK_LAYOUT_GPT_OSS, "mxfp4", NULL},
+        {QTK_LAYOUT_MODELOPT, "nvfp4", NULL},
+        {QTK_LAYOUT_CT, "q4f,block=32:bf16", NULL},
+        {QTK_LAYOUT_CT, "nvfp4", NULL},
+        {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:f32,store=native", NULL},
+        {QTK_LAYOUT_BNB, "nf4", NULL},
+        {QTK_LAYOUT_MODELOPT, "e4m3,block=*:f32,store=native", NULL},
         {QTK_LAYOUT_GPTQ, "u4,block=32:f16,zero=u8", "layers"},
         {QTK_LAYOUT_GPTQ, "u3,block=32:f16,zero=u8,store=native", "layers"},
         {QTK_LAYOUT_AWQ, "u4,block=32:f16,zero=u8", "layers"},
@@ -470,7 +470,8 @@ static void ckpt_seeds(const char *data) {
         convert(st, tpath(dir), hub[i].scheme, hub[i].l, hub[i].only, i == 4 || i == 7 ? 20000 : 0);
         char p[800];
         snprintf(p, sizeof p, "%s/model.safetensors", tpath(dir));
-        snprintf(name, sizeof name, "%s-%s.safetensors", qtk_hub_layout_name(hub[i].l), i == 3 ? "nvfp4" : "one");
+        snprintf(name, sizeof name, "%s-%s.safetensors", qtk_hub_layout_name(hub[i].l),
+                 i == 3 ? "nvfp4" : i == 8 ? "3bit" : i == 10 ? "zp" : "one");
         if (access(p, R_OK) == 0) seed_file("safetensors", name, p);
         snprintf(name, sizeof name, "%s-%zu", qtk_hub_layout_name(hub[i].l), i);
         pack_dir(name, tpath(dir), (uint8_t)(i == 4 || i == 7 ? 1 : 0));

@@ -21,8 +21,9 @@ static const char usage[] =
     "\n"
     "Times y = x · Wᵀ with W [N, K] quantized (layout nk) on 4096x4096 and 14336x4096 (weights\n"
     "larger than most L3 caches), plus 1024x1024 (weights in L2/L3: the kernels' compute\n"
-    "cost), for q4f/q4s/q8s with blocks of 32, nvfp4, mxfp4, nf4, e4m3 with blocks of 32 and\n"
-    "ternary q2s (BitNet: per-tensor absmean): GEMV (M = 1) on the exact and the integer\n"
+    "cost), for q4f/q4s/q8s with blocks of 32, nvfp4, mxfp4, nf4, e4m3 with blocks of 32,\n"
+    "ternary q2s (BitNet: per-tensor absmean) and GPTQ/AWQ's int4 with zero points\n"
+    "(u4,block=128:f16,zero=u8): GEMV (M = 1) on the exact and the integer\n"
     "path on one thread and, on the large shapes, on N threads (default 2); GEMM (M = 64,\n"
     "which precision fast runs on the exact path) on one and on N threads.\n"
     "Baselines from the same run: clock (a chain of dependent adds), f32 FMA peak, the\n"
@@ -217,7 +218,7 @@ static double time_matmul(const qtk_tensor *t, const float *w32, const float *x,
 }
 
 static const char *const SCHEMES[] = {"q4f,block=32:f16", "q4s,block=32:f16", "q8s,block=32:f16", "nvfp4", "mxfp4",
-                                      "nf4", "e4m3,block=32:f16", "q2s"};
+                                      "nf4", "e4m3,block=32:f16", "q2s", "u4,block=128:f16,zero=u8"};
 
 static int bench_shape(const char *cmd, size_t N, size_t K, const machine *mc, bool reference) {
     char shape[32];
