@@ -327,11 +327,12 @@ static void all_schemes_all_paths(void) {
  * count; and the affine mode over qtk's layouts (the generic path). */
 static const char *const GB_SCHEMES[] = {"q4_1", "q5_0", "q5_1", "q2_k", "q3_k", "q4_k", "q5_k", "q6_k",
                                          "u4,block=32:f16,offset=f16", "u8,block=16:f32,min=f32,store=native",
-                                         "u2,block=64:bf16,zero=u8", "u4,block=2x16:f16,zero=f16,store=u32:1"};
+                                         "u2,block=64:bf16,zero=u8", "u4,block=2x16:f16,zero=f16,store=u32:1",
+                                         "u4,block=128:f16,zero=u8", "u4,block=32:bf16,zero=u8", "u4,block=*:f16,zero=u8"};
 static void ggml_blocks_and_affine(void) {
     static const shape3 NK[] = {{1, 9, 256}, {3, 5, 512}, {17, 7, 768}, {9, 12, 256}, {64, 3, 256}};
     static const shape3 KN[] = {{2, 256, 33}, {5, 512, 70}, {1, 256, 7}};
-    size_t runs = 0, compared = 0;
+    size_t runs = 0, compared = 0, zp_int = 0;
     for (size_t si = 0; si < sizeof GB_SCHEMES / sizeof GB_SCHEMES[0]; si++)
         for (int lay = 0; lay < 2; lay++)
             for (size_t sh = 0; sh < (lay ? sizeof KN / sizeof KN[0] : sizeof NK / sizeof NK[0]); sh++) {
@@ -358,8 +359,15 @@ static void ggml_blocks_and_affine(void) {
                                  cf->hooks, prec ? "fast" : "exact", qtk_mm_path_name(path));
                         check_y(&p, y, path == QTK_MM_PATH_INTEGER, what);
                         if (prec == 0) CHECK_MSG(path != QTK_MM_PATH_INTEGER, "%s: exact ran integer", what);
+                        /* zero points (u4/u2 words) take the integer path of the stream view, within
+                         * its bound; ggml's blocks also give the same bits at every level */
+                        bool zp = p.s.mode == QTK_MODE_AFFINE && p.s.offset == QTK_OFFSET_ZERO &&
+                                  p.s.offset_dtype == QTK_DTYPE_U8 && p.s.store == QTK_STORE_U32 && p.s.pack_dim == 0;
                         if (path == QTK_MM_PATH_INTEGER) {
-                            CHECK_MSG(p.s.store == QTK_STORE_GGML && !lay, "%s: an integer path here", what);
+                            CHECK_MSG((p.s.store == QTK_STORE_GGML || zp) && !lay, "%s: an integer path here", what);
+                            if (zp) zp_int++;
+                        }
+                        if (path == QTK_MM_PATH_INTEGER && !zp) {
                             if (!have_int) memcpy(yint, y, p.M * p.N * sizeof(float)), have_int = true;
                             else {
                                 CHECK_MSG(memcmp(yint, y, p.M * p.N * sizeof(float)) == 0, "%s: other bits than the first level's", what);
@@ -373,18 +381,23 @@ static void ggml_blocks_and_affine(void) {
                 qtk__mm_set_hooks(0);
                 qtk__mm_set_isa_override(NULL);
                 qtk_set_isa(QTK_ISA_AUTO);
-                /* fast at M <= the limit takes the integer path for ggml's blocks in layout nk */
+                /* fast at M <= the limit takes the integer path for ggml's blocks and u8 zero points
+                 * of u4/u2 words in layout nk */
                 qtk_mm_path path;
                 qtk_matmul_options o = {p.lay, QTK_PRECISION_FAST, 0};
                 CHECK_OK(qtk_matmul_path(p.t, 1, &o, &path));
-                CHECK_MSG((path == QTK_MM_PATH_INTEGER) == (p.s.store == QTK_STORE_GGML && !lay), "%s layout %d: path %s",
-                          GB_SCHEMES[si], lay, qtk_mm_path_name(path));
+                bool zpw = p.s.mode == QTK_MODE_AFFINE && p.s.offset == QTK_OFFSET_ZERO && p.s.offset_dtype == QTK_DTYPE_U8 &&
+                           p.s.store == QTK_STORE_U32 && p.s.pack_dim == 0;
+                CHECK_MSG((path == QTK_MM_PATH_INTEGER) == ((p.s.store == QTK_STORE_GGML || zpw) && !lay),
+                          "%s layout %d: path %s", GB_SCHEMES[si], lay, qtk_mm_path_name(path));
                 free(y);
                 free(yint);
                 problem_free(&p);
             }
-    printf("  %zu matmuls checked, %zu integer results compared bit for bit\n", runs, compared);
+    printf("  %zu matmuls checked, %zu integer results compared bit for bit, %zu zero-point integer runs\n", runs, compared,
+           zp_int);
     CHECK(compared > 100);
+    CHECK(zp_int > 20); /* GPTQ/AWQ's u4 and u2 words took the integer path */
 }
 
 /* The integer path's row limit of the active level for a scheme's weight width. */
@@ -918,7 +931,7 @@ static void dynamic_chunks(void) {
  * output is one thread's, computed in one order). */
 static void thread_invariance(void) {
     static const char *const specs[] = {"q4f,block=32:f16", "q2s,block=256:f16", "nvfp4", "e4m3,block=32:f32", "nf4",
-                                        "q8s,block=32:f16"};
+                                        "q8s,block=32:f16", "u4,block=128:f16,zero=u8", "u2,block=32:f16,zero=u8"};
     static const size_t ms[] = {1, 3, 8, 20};
     const config *cfs[N_CONFIGS];
     size_t ncf = simd_configs(cfs);

@@ -131,6 +131,10 @@ static void choose(qtk__mm *c, const qtk_matmul_options *o) {
         c->bx = bx;
         return;
     }
+    if (c->w.zb) { /* zero points: the stream view is the integer path's only */
+        c->path = isa == &qtk__mm_isa_ref ? QTK_MM_PATH_REFERENCE : QTK_MM_PATH_GENERIC;
+        return;
+    }
     if (isa == &qtk__mm_isa_ref) {
         c->path = QTK_MM_PATH_REFERENCE;
         return;
@@ -213,6 +217,8 @@ static void release(qtk__mm *c) {
     qtk__free(c->xq);
     qtk__free(c->xs);
     qtk__free(c->xc);
+    qtk__free(c->xz);
+    c->xz = NULL;
     qtk__free(c->xb);
     qtk__free(c->xlf);
     qtk__free(c->xli);

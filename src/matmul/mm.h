@@ -67,6 +67,9 @@ typedef struct qtk__mmw {
                              * (so that value x scale is finite and meets x = 0 as 0) */
     /* integer view (precision fast): value(code) = ival[code] * 2^-ishift */
     bool int_ok;
+    /* the affine mode's zero points (one u8 per scale group, ival = the unsigned codes): the
+     * integer path subtracts z x Σq per lane; the exact path never takes this view */
+    const uint8_t *zb;
     int8_t ival[16];        /* integer value of each code for T8/T4/T2; I8 needs none */
     int ishift;
 } qtk__mmw;
@@ -107,6 +110,7 @@ typedef struct qtk__mm {
     int8_t *xq;         /* [M][kq] int8 in the kernel's order */
     float *xs;          /* scales: per block (portable) or per lane (SIMD), see the kernels */
     int32_t *xc;        /* SIMD: per-lane offset corrections (see mm_avx512_int.c) */
+    float *xz;          /* zero points (w.zb): Σq of each lane (SIMD, stride xs_ld) as f32 */
     int16_t *xb;        /* store=ggml: each block's per-group sums of q (mm_gb.h) */
     size_t xb_ld;
     float *xlf;         /* store=ggml's 32 types: each block's 8 lane sums of q (as f32: Q4_1, Q5_1) */
@@ -207,7 +211,7 @@ QTK_INTERNAL qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, in
  * block's scale per step and lane, and xc (if not NULL) -offset x the sum of q over the
  * lane, which turns the dot product of unsigned weights (value + offset) back into the
  * signed one. q holds kq values (zeros past k). */
-QTK_INTERNAL void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L,
+QTK_INTERNAL void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L, float *xz,
                                      int offset, int8_t *dst, float *xs, int32_t *xc, size_t kq);
 QTK_INTERNAL void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 

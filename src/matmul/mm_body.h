@@ -762,7 +762,7 @@ static qtk_status int_prepare(qtk__mm *c) {
 #else
     const bool dp = MV_HAS_DP;
 #endif
-    const bool tern = ik == DK_T2I && !w->p->lookup && c->bx == 32 && c->M <= QTK__MM_INT_MAX_M;
+    const bool tern = ik == DK_T2I && !w->p->lookup && !w->zb && c->bx == 32 && c->M <= QTK__MM_INT_MAX_M;
     c->ioff = 0;
 #ifdef MV_ONLY_DP
     (void)tern;
@@ -791,6 +791,6 @@ static qtk_status int_prepare(qtk__mm *c) {
         c->ivar = IV_SGN;
     }
     qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar != IV_SGN && c->ivar != IV_TERN, qtk__mm_quantize_row);
-    if (!st) c->ws_floats = mm_row_ws(c);
+    if (!st) c->ws_floats = mm_row_ws(c) * (w->zb ? 2 : 1); /* then the row's zero points */
     return st;
 }

@@ -61,13 +61,15 @@ MV_AI MV_IT void SFX(ic_init)(const int ik, const int iv, const qtk__mm *c, SFX(
 
 /* A step of a row (src: its bytes; bs: its first block's scale) into the accumulators
  * facc[i][A]. xq, xs, xc: the step's activations of each row. */
-MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, const unsigned MR, const unsigned A,
-                               const SFX(ic) * kc,
-                               const float *bs, const uint8_t *src, const int8_t *const *xq, const float *const *xs,
-                               const int32_t *const *xc, mvf facc[MR_MAX][2]) {
+MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, const bool zp, const unsigned MR,
+                               const unsigned A, const SFX(ic) * kc, const float *bs, const float *zs, const uint8_t *src,
+                               const int8_t *const *xq, const float *const *xs, const int32_t *const *xc,
+                               const float *const *xz, mvf facc[MR_MAX][2]) {
     const unsigned per = dk_per(ik), cw = dk_cw(ik);
     mvi b = mvi_loadu(src);
     mvf ws = kc->split ? mvf_perm(mvf_loadu(bs), kc->ipat) : mvf_bcast(bs);
+    /* zero points: -z of each lane's weight block (as the scales) */
+    mvf nz = zp ? (kc->split ? mvf_perm(mvf_loadu(zs), kc->ipat) : mvf_bcast(zs)) : mvf_zero();
     /* the weight planes */
     mvi u[4], a[4];
     if (iv == IV_TERN) {
@@ -127,13 +129,16 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, con
          * products are known to be finite already (int_range_k) */
         mvf d = mvf_mul(ws, mvf_loadu(xs[i]));
         if (clamp) d = mvf_clamp_finite(d);
-        facc[i][A] = mvf_fma(mvf_from_i(isum), d, facc[i][A]);
+        mvf fi = mvf_from_i(isum);
+        /* Σ (q - z) x = Σ q x - z Σ x: integers below 2^24, so the fma is exact */
+        if (zp) fi = mvf_fma(nz, mvf_loadu(xz[i]), fi);
+        facc[i][A] = mvf_fma(fi, d, facc[i][A]);
     }
 }
 
 /* Row r of W (its scales times 2^-ishift in bs) times rows m0..m0+MR-1 of x. */
-MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, const unsigned MR, const qtk__mm *c,
-                              const SFX(ic) * kc, const float *bs, size_t r, size_t m0) {
+MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, const bool zp, const unsigned MR,
+                              const qtk__mm *c, const SFX(ic) * kc, const float *bs, const float *zs, size_t r, size_t m0) {
     const size_t K = c->K, sf = (size_t)dk_per(ik) * MV_B;
     const uint8_t *row = c->w.vals + r * c->w.row_bytes;
     const size_t rbytes = row_field_bytes(ik, K), nst = qtk__ceil_div(K, sf), nfull = K / sf;
@@ -142,11 +147,13 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
     const int8_t *xq[MR_MAX];
     const float *xs[MR_MAX];
     const int32_t *xc[MR_MAX];
+    const float *xz[MR_MAX];
     MV_UNROLL
     for (unsigned i = 0; i < MR; i++) {
         xq[i] = c->xq + (m0 + i) * c->kq;
         xs[i] = c->xs + (m0 + i) * c->xs_ld;
         xc[i] = c->xc ? c->xc + (m0 + i) * c->xc_ld : NULL;
+        xz[i] = zp ? c->xz + (m0 + i) * c->xs_ld : NULL;
     }
     mvf facc[MR_MAX][2];
     MV_UNROLL
@@ -154,12 +161,13 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
     size_t st = 0, bi = 0, cnt = 0;
 #define STEP(A, src)                                                                                                   \
     do {                                                                                                               \
-        SFX(int_step)(ik, iv, clamp, MR, A, kc, bs + bi, src, xq, xs, xc, facc);                                       \
+        SFX(int_step)(ik, iv, clamp, zp, MR, A, kc, bs + bi, zp ? zs + bi : NULL, src, xq, xs, xc, xz, facc);       \
         MV_UNROLL                                                                                                      \
         for (unsigned i = 0; i < MR; i++) {                                                                            \
             xq[i] += sf;                                                                                               \
             xs[i] += MV_L;                                                                                             \
             if (xc[i]) xc[i] += MV_L;                                                                                  \
+            if (zp) xz[i] += MV_L;                                                                                     \
         }                                                                                                              \
         bi += bstep;                                                                                                   \
         if (++cnt == spb) {                                                                                            \
@@ -189,33 +197,49 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
     }
 }
 
-MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const qtk__mm *c, const SFX(ic) * kc,
-                               const float *ws, size_t r) {
+MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const bool zp, const qtk__mm *c,
+                               const SFX(ic) * kc, const float *ws, const float *zs, size_t r) {
     const size_t M = c->M;
     size_t m = 0;
-    for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, clamp, 4, c, kc, ws, r, m);
-    for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, clamp, 2, c, kc, ws, r, m);
-    if (m < M) SFX(int_row)(ik, iv, clamp, 1, c, kc, ws, r, m);
+    for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, clamp, zp, 4, c, kc, ws, zs, r, m);
+    for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, clamp, zp, 2, c, kc, ws, zs, r, m);
+    if (m < M) SFX(int_row)(ik, iv, clamp, zp, 1, c, kc, ws, zs, r, m);
 }
 
-MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const bool zp, const qtk__mm *c, size_t n0, size_t n1,
+                                  float *ws) {
     SFX(ic) kc;
     SFX(ic_init)(ik, iv, c, &kc);
     const qtk__mmw *w = &c->w;
     const float unit = ldexpf(1.0f, -w->ishift);
+    const size_t rsf = mm_row_ws(c);
+    float *zs = zp ? ws + rsf : NULL; /* the row's -z, padded as the scales */
+    if (zp)
+        for (size_t g = w->gc; g < rsf; g++) zs[g] = 0.0f;
     for (size_t r = n0; r < n1; r++) {
         prefetch_row_scales(w, r, n1);
         /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
          * values), and whether a product with an activation scale can overflow */
         float wmax = row_scales_max(w, qtk__mmw_group0(w, r), w->gc, unit, ws);
-        if (wmax * c->xs_max <= FLT_MAX) SFX(int_rows)(ik, iv, false, c, &kc, ws, r);
-        else SFX(int_rows)(ik, iv, true, c, &kc, ws, r);
+        if (zp)
+            for (size_t g = 0, g0 = qtk__mmw_group0(w, r); g < w->gc; g++) zs[g] = -(float)w->zb[g0 + g];
+        if (wmax * c->xs_max <= FLT_MAX) SFX(int_rows)(ik, iv, false, zp, c, &kc, ws, zs, r);
+        else SFX(int_rows)(ik, iv, true, zp, c, &kc, ws, zs, r);
     }
 }
 
 #define INTK(name, ik, iv)                                                                                             \
-    static MV_IT void name(const qtk__mm *c, size_t n0, size_t n1, float *ws) { SFX(int_range_k)(ik, iv, c, n0, n1, ws); }
+    static MV_IT void name(const qtk__mm *c, size_t n0, size_t n1, float *ws) {                                        \
+        SFX(int_range_k)(ik, iv, false, c, n0, n1, ws);                                                                \
+    }
+/* zero points (u4 / u2 codes): the flavours unsigned codes take */
+#define INTKZ(name, ik, iv)                                                                                            \
+    static MV_IT void name(const qtk__mm *c, size_t n0, size_t n1, float *ws) {                                        \
+        SFX(int_range_k)(ik, iv, true, c, n0, n1, ws);                                                                 \
+    }
 #if MV_DP
+INTKZ(SFX(int_t4_dp_z), DK_T4I, IV_DP)
+INTKZ(SFX(int_t2_dp_z), DK_T2I, IV_DP)
 INTK(SFX(int_i8_dp), DK_I8, IV_DP)
 INTK(SFX(int_t8_dp), DK_T8I, IV_DP)
 INTK(SFX(int_t4_dp), DK_T4I, IV_DP)
@@ -231,11 +255,18 @@ INTK(SFX(int_t2_off), DK_T2I, IV_OFF)
 INTK(SFX(int_t4_xor), DK_T4I, IV_XOR)
 INTK(SFX(int_t2_xor), DK_T2I, IV_XOR)
 INTK(SFX(int_t2_tern), DK_T2I, IV_TERN)
+INTKZ(SFX(int_t4_off_z), DK_T4I, IV_OFF)
+INTKZ(SFX(int_t2_off_z), DK_T2I, IV_OFF)
 #endif
 
 static MV_IT void SFX(nk_int)(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     const int ik = dk_of(&c->w);
 #if MV_DP
+    if (c->w.zb) {
+        if (ik == DK_T4I) SFX(int_t4_dp_z)(c, n0, n1, ws);
+        else SFX(int_t2_dp_z)(c, n0, n1, ws);
+        return;
+    }
     switch (ik) {
     case DK_I8: SFX(int_i8_dp)(c, n0, n1, ws); break;
     case DK_T8I: SFX(int_t8_dp)(c, n0, n1, ws); break;
@@ -243,6 +274,11 @@ static MV_IT void SFX(nk_int)(const qtk__mm *c, size_t n0, size_t n1, float *ws)
     default: SFX(int_t2_dp)(c, n0, n1, ws); break;
     }
 #else
+    if (c->w.zb) { /* unsigned codes: IV_OFF with off = 0 (int_prepare) */
+        if (ik == DK_T4I) SFX(int_t4_off_z)(c, n0, n1, ws);
+        else SFX(int_t2_off_z)(c, n0, n1, ws);
+        return;
+    }
     if (c->ivar == IV_TERN) {
         SFX(int_t2_tern)(c, n0, n1, ws);
         return;

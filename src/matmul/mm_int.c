@@ -103,7 +103,7 @@ void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
             for (size_t b = 0; b < nb; b++) {
                 size_t k0 = b * bx, k1 = K - k0 < bx ? K : k0 + bx;
                 int32_t isum = 0;
-                if (w->kind == QTK__MMK_T2 && !w->p->lookup) {
+                if (w->kind == QTK__MMK_T2 && !w->p->lookup && !w->zb) {
                     /* 2-bit integers, v = b0 - 2 b1: additions and subtractions only (BitNet) */
                     for (size_t k = k0; k < k1; k++) {
                         unsigned code = (row[k / 4] >> (2 * (k & 3))) & 3u;
@@ -112,6 +112,11 @@ void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
                     }
                 } else {
                     for (size_t k = k0; k < k1; k++) isum += wint(w, row, k) * q[k];
+                }
+                if (w->zb) { /* zero points: Σ (q - z) x = Σ q x - z Σ x, exact */
+                    int32_t qs = 0;
+                    for (size_t k = k0; k < k1; k++) qs += q[k];
+                    isum -= (int32_t)w->zb[g0 + (b * bx) / w->bc] * qs;
                 }
                 /* d can overflow under a weight scale near FLT_MAX; isum = 0 must give 0, not
                  * 0 x inf = NaN (|isum| >= 1 overflows anyway): d clamped, NaN kept */
@@ -133,8 +138,8 @@ static inline void planes_k(const unsigned per, const int8_t *q, unsigned L, int
         for (unsigned i = 0; i < L; i++) dst[(size_t)j * L + i] = q[(size_t)per * i + j];
 }
 
-void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L, int offset,
-                        int8_t *dst, float *xs, int32_t *xc, size_t kq) {
+void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, unsigned per, unsigned L, float *xz,
+                        int offset, int8_t *dst, float *xs, int32_t *xc, size_t kq) {
     /* q holds kq values, zeros past k (the caller's padding) */
     const size_t CH = (size_t)per * L, lanes = L / 4, lf = 4 * (size_t)per;
     for (size_t st = 0, f0 = 0; f0 < kq; st++, f0 += CH) {
@@ -146,10 +151,11 @@ void qtk__mm_int_layout(const int8_t *q, const float *s, size_t k, size_t bx, un
         for (size_t l = 0; l < lanes; l++) {
             const size_t f = f0 + lf * l; /* the lane's first field; its 4*per fields share a block */
             xs[st * lanes + l] = f < k ? s[f / bx] : 0.0f;
-            if (!xc) continue;
+            if (!xc && !xz) continue;
             int32_t sum = 0;
             for (size_t e = 0; e < lf; e++) sum += q[f + e];
-            xc[st * lanes + l] = -offset * sum;
+            if (xc) xc[st * lanes + l] = -offset * sum;
+            if (xz) xz[st * lanes + l] = (float)sum; /* |sum| <= 16 x 127: exact */
         }
     }
 }
@@ -163,15 +169,17 @@ qtk_status qtk__mm_int_prepare_simd(qtk__mm *c, unsigned vbytes, int offset, boo
     c->xq = qtk__malloc(M * c->kq);
     c->xs = qtk__malloc(M * c->xs_ld * sizeof(float));
     c->xc = need_xc ? qtk__malloc(M * c->xc_ld * sizeof(int32_t)) : NULL;
+    c->xz = w->zb ? qtk__malloc(M * c->xs_ld * sizeof(float)) : NULL;
     int8_t *q = qtk__calloc(c->kq, 1); /* zeros past K */
     float *s = qtk__malloc(nb * sizeof(float));
     qtk_status st = QTK_OK;
-    if (!c->xq || !c->xs || (need_xc && !c->xc) || !q || !s) {
+    if (!c->xq || !c->xs || (need_xc && !c->xc) || (w->zb && !c->xz) || !q || !s) {
         st = qtk__err(QTK_E_NOMEM, "out of memory for the quantized activations");
     } else {
         for (size_t m = 0; m < M; m++) {
             qrow(c->x + m * K, K, c->bx, q, s);
-            qtk__mm_int_layout(q, s, K, c->bx, w->per, vbytes, offset, c->xq + m * c->kq, c->xs + m * c->xs_ld,
+            qtk__mm_int_layout(q, s, K, c->bx, w->per, vbytes, c->xz ? c->xz + m * c->xs_ld : NULL, offset,
+                               c->xq + m * c->kq, c->xs + m * c->xs_ld,
                                need_xc ? c->xc + m * c->xc_ld : NULL, c->kq);
         }
     }

@@ -55,6 +55,23 @@ void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
     /* stream view: one field per unit, or fields packed along the last axis (the affine mode:
      * none, the generic path decodes it with its offsets) */
     w->kind = QTK__MMK_NONE;
+    if (p->affine && p->offk == QTK_OFFSET_ZERO && p->L.offset_dtype == QTK_DTYPE_U8 && p->unsig &&
+        (p->bits == 4 || p->bits == 2) && p->fpu > 1 && p->L.pack_axis == 1 && !p->two_level) {
+        /* zero points (GPTQ, AWQ): the codes as unsigned integers for the integer path, which
+         * subtracts z x Σq; value = s (q - z) */
+        w->per = 8u / p->bits;
+        w->row_bytes = p->L.storage_shape[1] * p->unit_bytes;
+        w->kind = p->bits == 4 ? QTK__MMK_T4 : QTK__MMK_T2;
+        for (unsigned i = 0; i < 16; i++) {
+            w->table[i] = (float)(i % (1u << p->bits));
+            w->ival[i] = (int8_t)(i % (1u << p->bits));
+        }
+        w->pad = 0; /* code 0 meets x = 0 */
+        w->int_ok = true;
+        w->ishift = 0;
+        w->zb = bytes + p->L.offsets_offset;
+        return;
+    }
     if (p->affine || !(p->fpu == 1 || p->L.pack_axis == 1)) return;
     unsigned cw = p->fpu == 1 ? 8u : p->bits;
     w->per = 8u / cw;
