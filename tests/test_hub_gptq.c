@@ -80,13 +80,13 @@ static void gptq_pack_column(const int32_t *v, size_t n, size_t vstride, unsigne
         } else {
             for (size_t j = i; j < i + 10; j++) w[row * stride] |= (uint32_t)v[j * vstride] << (3 * (j - i));
             i += 10;
-            w[row * stride] |= (uint32_t)v[i * vstride] << 30;
+            w[row * stride] |= ((uint32_t)v[i * vstride] & 3u) << 30; /* numpy's uint32 drops the bit above */
             row++;
             w[row * stride] |= ((uint32_t)v[i * vstride] >> 2) & 1u;
             i += 1;
             for (size_t j = i; j < i + 10; j++) w[row * stride] |= (uint32_t)v[j * vstride] << (3 * (j - i) + 1);
             i += 10;
-            w[row * stride] |= (uint32_t)v[i * vstride] << 31;
+            w[row * stride] |= ((uint32_t)v[i * vstride] & 1u) << 31;
             row++;
             w[row * stride] |= ((uint32_t)v[i * vstride] >> 1) & 3u;
             i += 1;

@@ -131,12 +131,14 @@ static void choose(qtk__mm *c, const qtk_matmul_options *o) {
         c->bx = bx;
         return;
     }
-    if (c->w.zb) { /* zero points: the stream view is the integer path's only */
-        c->path = isa == &qtk__mm_isa_ref ? QTK_MM_PATH_REFERENCE : QTK_MM_PATH_GENERIC;
-        return;
-    }
     if (isa == &qtk__mm_isa_ref) {
         c->path = QTK_MM_PATH_REFERENCE;
+        return;
+    }
+    if (c->w.zb && (c->layout != QTK_MM_NK || c->w.zmax > 128 || (c->w.bc < c->w.C && c->w.bc % c->w.per))) {
+        /* zero points: the exact stream subtracts each byte's z from its int8 codes (nk, z <= 128,
+         * a byte's codes in one block) */
+        c->path = QTK_MM_PATH_GENERIC;
         return;
     }
     if (isa->decode && (!(hooks & QTK__MM_HOOK_GENERIC) || !c->w.p)) c->smode = isa->stream_mode(&c->w, c->w.C);

@@ -68,8 +68,10 @@ typedef struct qtk__mmw {
     /* integer view (precision fast): value(code) = ival[code] * 2^-ishift */
     bool int_ok;
     /* the affine mode's zero points (one u8 per scale group, ival = the unsigned codes): the
-     * integer path subtracts z x Σq per lane; the exact path never takes this view */
+     * integer path subtracts z x Σq per lane, the exact path z from each step's codes (one
+     * block a step, layout nk, z <= 128) */
     const uint8_t *zb;
+    unsigned zmax;          /* the largest zero point */
     int8_t ival[16];        /* integer value of each code for T8/T4/T2; I8 needs none */
     int ishift;
 } qtk__mmw;

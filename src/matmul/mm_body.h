@@ -128,6 +128,7 @@ typedef struct {
     mv_lut16 lut;      /* f32 value of each code */
     mvi spat[4];       /* SPLIT: block of each lane of the vectors of placement q (natural: vector q) */
     float finv;        /* 2^-(24 + ishift) for the integer view, 1 otherwise */
+    bool zp;           /* zero points (w.zb): each step's codes minus its block's z */
 } mv_consts;
 
 static void consts_init(const qtk__mm *c, mv_consts *k) {
@@ -152,6 +153,7 @@ static void consts_init(const qtk__mm *c, mv_consts *k) {
     }
     k->lut = mv_lut16_load(w->table);
     k->finv = dk_int(dk) ? ldexpf(1.0f, -24 - w->ishift) : 1.0f;
+    k->zp = w->zb != NULL;
 }
 
 /* ---- the prologue: a row's scales ---- */
@@ -178,6 +180,30 @@ MV_AI mvf scale_vec(qtk_dtype d, const uint8_t *p) {
  * product with factor is exact, RS_PROD when every scale has at most 16 significant bits
  * and is below 2^120 (so that an 8-bit integer times it is exact in f32 and finite). */
 static size_t rs_floats(size_t n) { return (n + MV_L - 1) / MV_L * MV_L + MV_L; }
+
+/* Scratch floats of the row prologue: the scales of one row, then (zero points, from
+ * mm_row_zoff) the integer path's -z of each block as f32 (rs_floats of them), or the exact
+ * path's z of each byte of the row (zero_bytes), whichever is larger. */
+static size_t mm_row_zoff(const qtk__mm *c) { return rs_floats(c->w.p ? c->w.gc : 1); }
+static size_t mm_row_ws(const qtk__mm *c) {
+    if (!c->w.zb) return mm_row_zoff(c);
+    size_t zb = (c->w.row_bytes + MV_B + 3) / 4;
+    return mm_row_zoff(c) + (zb > mm_row_zoff(c) ? zb : mm_row_zoff(c));
+}
+/* The zero point of each byte of row r's fields [c0, c1) (c0 a multiple of the codes a byte;
+ * a byte's codes share a block: bc % per == 0, mm_view.c) into z, then MV_B zeros. */
+static void zero_bytes(const qtk__mmw *w, size_t r, size_t c0, size_t c1, int8_t *z) {
+    const size_t per = w->per, g0 = qtk__mmw_group0(w, r), bc = w->bc >= w->C ? w->C : w->bc;
+    size_t k = c0;
+    while (k < c1) {
+        size_t b = bc ? k / bc : 0, e = bc ? (b + 1) * bc : c1;
+        if (e > c1) e = c1;
+        size_t n = (e - k + per - 1) / per;
+        memset(z + (k - c0) / per, (int)(int8_t)w->zb[g0 + b], n); /* z <= 128: 128 wraps to -128, and q - z wraps back */
+        k = e;
+    }
+    memset(z + (c1 - c0 + per - 1) / per, 0, MV_B);
+}
 
 /* Whether the row flags need computing: f16 and ue4m3 scales (one level) always qualify. */
 static bool rs_checks(const qtk__mmw *w) {
@@ -268,7 +294,10 @@ MV_AI mvf step_scale(const mv_consts *kc, const float *bs, unsigned q, mvf win) 
 /* ---- the exact path: a step's values ---- */
 
 /* The planes of a step: integer values (as bytes) or codes, per 8 / width of them. */
-MV_AI void step_planes(const int dk, const mv_consts *kc, mvi b, mvi *P) {
+/* The zero point of steps without one (step_planes reads it only with zero points). */
+static const int8_t mm_no_z[64] = {0}; /* MV_B bytes at most */
+
+MV_AI void step_planes(const int dk, const mv_consts *kc, mvi b, const int8_t *zs, mvi *P) {
     const unsigned per = dk_per(dk), cw = dk_cw(dk);
     if (dk == DK_I8) {
         P[0] = b;
@@ -278,6 +307,13 @@ MV_AI void step_planes(const int dk, const mv_consts *kc, mvi b, mvi *P) {
     for (unsigned p = 0; p < per; p++) {
         mvi codes = mvi_and(p ? mvi_srli(b, cw * p) : b, kc->cmask);
         P[p] = dk_int(dk) ? mvi_lookup16(kc->itab, codes) : codes;
+    }
+    if (dk_int(dk) && kc->zp) {
+        /* q - z (z <= 128): SPLIT, the z of each byte of the step (zero_bytes); CHUNK, the
+         * step's one block's */
+        const mvi z = kc->split ? mvi_loadu(zs) : mvi_set1_8(zs[0]);
+        MV_UNROLL
+        for (unsigned p = 0; p < per; p++) P[p] = mvi_sub8(P[p], z);
     }
 }
 
@@ -330,10 +366,10 @@ enum { MD_MUL, MD_SAFE, MD_BSUM };
 /* One step of a row (src: its bytes; bs: the step's first block scale; xr: the step's
  * activations of each row) into the accumulators. */
 MV_AI void exf_step(const int dk, const int md, const unsigned MR, const mv_consts *kc, const uint8_t *src,
-                    const float *bs, const float *const *xr, mvf acc[MR_MAX][4]) {
+                    const float *bs, const int8_t *zs, const float *const *xr, mvf acc[MR_MAX][4]) {
     const unsigned per = dk_per(dk);
     mvi P[4];
-    if (!dk_natural(dk)) step_planes(dk, kc, mvi_loadu(src), P);
+    if (!dk_natural(dk)) step_planes(dk, kc, mvi_loadu(src), zs, P);
     const bool scaled = dk != DK_F32;
     mvf win = mvf_zero();
     if (scaled) win = kc->split ? mvf_loadu(bs) : mvf_bcast(bs);
@@ -382,6 +418,8 @@ MV_AI void exf_step(const int dk, const int md, const unsigned MR, const mv_cons
 /* Row r of W (scales converted into bs) times rows m0..m0+MR-1 of x; writes y. */
 MV_AI void exf_row(const int dk, const int md, const unsigned MR, const qtk__mm *c, const mv_consts *kc,
                    const float *bs, size_t r, size_t m0) {
+    /* zero points: z of each byte (SPLIT) or of each block (CHUNK), from the prologue */
+    const int8_t *zs = kc->zp ? (const int8_t *)(const void *)(bs + mm_row_zoff(c)) : NULL;
     const unsigned per = dk_per(dk);
     const size_t K = c->K, kp = c->kp, sf = (size_t)per * MV_B, sb = step_bytes(dk);
     const uint8_t *row = c->w.vals + r * c->w.row_bytes;
@@ -403,7 +441,7 @@ MV_AI void exf_row(const int dk, const int md, const unsigned MR, const qtk__mm 
         const uint8_t *src = row + st * sb;
         if (st == nfull) src = tail_copy(tb, src, dk, K - st * sf, c->w.pad);
         mv_prefetch(src + QTK__MM_PF_BYTES); /* the row's next bytes (or the next rows') */
-        exf_step(dk, md, MR, kc, src, bs + bi, xr, acc);
+        exf_step(dk, md, MR, kc, src, bs + bi, zs ? (kc->split ? zs + st * MV_B : zs + bi) : mm_no_z, xr, acc);
         MV_UNROLL
         for (unsigned i = 0; i < MR; i++) xr[i] += sf;
         bi += bstep;
@@ -419,8 +457,6 @@ MV_AI void exf_row(const int dk, const int md, const unsigned MR, const qtk__mm 
     }
 }
 
-/* Scratch floats of the row prologue: the scales of one row. */
-static size_t mm_row_ws(const qtk__mm *c) { return rs_floats(c->w.p ? c->w.gc : 1); }
 
 /* Converts row r's scales (factor: 2^-(24 + ishift) for the integer view); returns its mode
  * for the fused kernel. */
@@ -442,6 +478,12 @@ MV_AI void exf_range_k(const int dk, const qtk__mm *c, size_t n0, size_t n1, flo
     for (size_t r = n0; r < n1; r++) {
         prefetch_row_scales(&c->w, r, n1);
         int md = exf_prologue(c, &kc, r, ws);
+        if (kc.zp) {
+            int8_t *z8 = (int8_t *)(void *)(ws + mm_row_zoff(c));
+            if (kc.split) zero_bytes(&c->w, r, 0, c->K, z8);
+            else
+                for (size_t g = 0, g0 = qtk__mmw_group0(&c->w, r); g < c->w.gc; g++) z8[g] = (int8_t)c->w.zb[g0 + g];
+        }
         if (md == MD_BSUM && dk_int(dk)) {
             exf_row(dk, MD_BSUM, 1, c, &kc, ws, r, 0);
             continue;
@@ -488,10 +530,10 @@ static void nk_fused(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
 /* ---- decoded tiles (step order) for the drivers ---- */
 
 /* w' of a step (MD_SAFE: the value, then times its scale, one rounding) into d. */
-MV_AI void dec_step(const int dk, const mv_consts *kc, const uint8_t *src, const float *bs, float *d) {
+MV_AI void dec_step(const int dk, const mv_consts *kc, const uint8_t *src, const float *bs, const int8_t *zs, float *d) {
     const unsigned per = dk_per(dk);
     mvi P[4];
-    if (!dk_natural(dk)) step_planes(dk, kc, mvi_loadu(src), P);
+    if (!dk_natural(dk)) step_planes(dk, kc, mvi_loadu(src), zs, P);
     mvf win = mvf_zero();
     if (dk != DK_F32) win = kc->split ? mvf_loadu(bs) : mvf_bcast(bs);
     const mvf finv = mvf_set1(kc->finv);
@@ -518,19 +560,24 @@ MV_AI void dec_row(const int dk, const qtk__mm *c, const mv_consts *kc, size_t r
     const uint8_t *row = w->vals + r * w->row_bytes;
     const size_t have = c0 + nc < C ? c0 + nc : C;
     float bs[QTK__MM_KC / 4 + 3 * MV_L];
+    int8_t zs[QTK__MM_KC + MV_B];
     size_t b0 = 0, bc = (size_t)-1;
     if (w->p && have > c0) {
         bc = w->bc >= C ? (size_t)-1 : w->bc;
         b0 = bc == (size_t)-1 ? 0 : c0 / bc;
         size_t nblk = bc == (size_t)-1 ? 1 : (have - 1) / bc - b0 + 1;
         row_scales_plain(w, qtk__mmw_group0(w, r) + b0, nblk, 1.0f, bs);
+        if (kc->zp && kc->split) zero_bytes(w, r, c0, have, zs);
+        else if (kc->zp)
+            for (size_t g = 0; g < nblk; g++) zs[g] = (int8_t)w->zb[qtk__mmw_group0(w, r) + b0 + g];
     }
     uint8_t tb[TAIL_BYTES];
     size_t k = c0;
     for (; k < have; k += sf) {
         const uint8_t *src = row + (k / sf) * sb;
         if (have - k < sf) src = tail_copy(tb, src, dk, have - (k / sf) * sf, w->pad);
-        dec_step(dk, kc, src, bs + (bc == (size_t)-1 ? 0 : k / bc - b0), dst + (k - c0));
+        const size_t bi = bc == (size_t)-1 ? 0 : k / bc - b0;
+        dec_step(dk, kc, src, bs + bi, kc->split ? zs + (k - c0) / per : zs + bi, dst + (k - c0));
     }
     for (; k < c0 + nc; k++) dst[k - c0] = 0.0f;
 }
@@ -614,7 +661,7 @@ MV_AI void knf_block(const int dk, const unsigned MR, const qtk__mm *c, const mv
                 for (unsigned g = 0; g < 4; g++) {
                 src[g] = rowp[g] + (cc / sf) * sb;
                 if (tail) src[g] = tail_copy(tb[g], src[g], dk, have - (cc / sf) * sf, w->pad);
-                if (!dk_natural(dk)) step_planes(dk, kc, mvi_loadu(src[g]), P[g]);
+                if (!dk_natural(dk)) step_planes(dk, kc, mvi_loadu(src[g]), mm_no_z, P[g]); /* never zero points (choose) */
                 win[g] = dk == DK_F32 ? mvf_zero() : kc->split ? mvf_loadu(bsb + g * bsld + bi) : mvf_bcast(bsb + g * bsld + bi);
             }
                 for (unsigned q = 0; q < 4; q++)
@@ -791,6 +838,6 @@ static qtk_status int_prepare(qtk__mm *c) {
         c->ivar = IV_SGN;
     }
     qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar != IV_SGN && c->ivar != IV_TERN, qtk__mm_quantize_row);
-    if (!st) c->ws_floats = mm_row_ws(c) * (w->zb ? 2 : 1); /* then the row's zero points */
+    if (!st) c->ws_floats = mm_row_ws(c);
     return st;
 }

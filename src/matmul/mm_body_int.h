@@ -212,7 +212,7 @@ MV_AI MV_IT void SFX(int_range_k)(const int ik, const int iv, const bool zp, con
     SFX(ic_init)(ik, iv, c, &kc);
     const qtk__mmw *w = &c->w;
     const float unit = ldexpf(1.0f, -w->ishift);
-    const size_t rsf = mm_row_ws(c);
+    const size_t rsf = mm_row_zoff(c);
     float *zs = zp ? ws + rsf : NULL; /* the row's -z, padded as the scales */
     if (zp)
         for (size_t g = w->gc; g < rsf; g++) zs[g] = 0.0f;

@@ -70,6 +70,7 @@ void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
         w->int_ok = true;
         w->ishift = 0;
         w->zb = bytes + p->L.offsets_offset;
+        for (size_t g = 0; g < p->L.n_scales; g++) w->zmax = w->zb[g] > w->zmax ? w->zb[g] : w->zmax;
         return;
     }
     if (p->affine || !(p->fpu == 1 || p->L.pack_axis == 1)) return;

@@ -109,6 +109,7 @@ MV_AI mvi mvi_xor(mvi a, mvi b) { return _mm256_xor_si256(a, b); }
 MV_AI mvi mvi_add(mvi a, mvi b) { return _mm256_add_epi32(a, b); }
 MV_AI mvi mvi_sub(mvi a, mvi b) { return _mm256_sub_epi32(a, b); }
 MV_AI mvi mvi_add16(mvi a, mvi b) { return _mm256_add_epi16(a, b); }
+MV_AI mvi mvi_sub8(mvi a, mvi b) { return _mm256_sub_epi8(a, b); }
 #define mvi_slli(v, n) _mm256_slli_epi32((v), (n))
 #define mvi_srli(v, n) _mm256_srli_epi32((v), (n))
 #define mvi_srai(v, n) _mm256_srai_epi32((v), (n))

@@ -207,6 +207,12 @@ MV_AI mvf mvf_max(mvf a, mvf b) {
 MV_AI mvi mvi_xor(mvi a, mvi b) { return a ^ b; }
 MV_AI mvi mvi_add(mvi a, mvi b) { return (mvi)((mvu_)a + (mvu_)b); }
 MV_AI mvi mvi_sub(mvi a, mvi b) { return (mvi)((mvu_)a - (mvu_)b); }
+/* bytewise a - b, wrapping */
+MV_AI mvi mvi_sub8(mvi a, mvi b) {
+    mvb_ x = mv_b(a), y = mv_b(b), r;
+    MV_BYTES r[b_] = (int8_t)(uint8_t)((uint8_t)x[b_] - (uint8_t)y[b_]);
+    return mv_i(r);
+}
 MV_AI mvi mvi_add16(mvi a, mvi b) {
     mvh_ x = mv_h(a), y = mv_h(b), r;
     for (int i = 0; i < 2 * MV_L; i++) r[i] = (int16_t)(uint16_t)((uint16_t)x[i] + (uint16_t)y[i]);
