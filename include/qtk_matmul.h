@@ -47,7 +47,9 @@
  *   levels (8 on the scalar reference): x is quantized per ggml block (B = 256 for the K
  *   types, as ggml's Q8_K; 32 for the others), the block sums and the mins' and offsets'
  *   corrections are exact integers, and the same bound holds with that B; its results are the
- *   same bits at every kernel level and thread count. Everything else runs the exact path even when FAST is asked
+ *   same bits at every kernel level and thread count. Zero points (u4/u2 codes, zero=u8:
+ *   GPTQ, AWQ, compressed-tensors) take the integer path with the block sums of (q - z), an
+ *   exact integer Σ q·x_q - z Σ x_q per lane, under the same bound. Everything else runs the exact path even when FAST is asked
  *   for: schemes without an integer path (nf4, e4m3, e5m2, 8-bit tables, other layouts),
  *   and M above that limit, where the exact tiled kernel is faster. FAST only ever
  *   allows the integer path; it never trades accuracy silently. qtk_matmul_path() tells
