@@ -14,26 +14,17 @@
 #include <strings.h>
 
 const unsigned hub_awq_order[8] = {0, 2, 4, 6, 1, 3, 5, 7};
+const unsigned hub_awq_field[8] = {0, 4, 1, 5, 2, 6, 3, 7};
 
 /* ---- word matrices ---- */
 
-void hub_transpose32(const uint8_t *src, size_t R, size_t C, uint8_t *dst) {
+void hub_transpose(const uint8_t *src, size_t R, size_t C, size_t esz, uint8_t *dst) {
     enum { T = 16 };
     for (size_t r0 = 0; r0 < R; r0 += T)
         for (size_t c0 = 0; c0 < C; c0 += T) {
             size_t r1 = r0 + T < R ? r0 + T : R, c1 = c0 + T < C ? c0 + T : C;
             for (size_t c = c0; c < c1; c++)
-                for (size_t r = r0; r < r1; r++) memcpy(dst + 4 * (c * R + r), src + 4 * (r * C + c), 4);
-        }
-}
-
-void hub_transpose16(const uint8_t *src, size_t R, size_t C, uint8_t *dst) {
-    enum { T = 32 };
-    for (size_t r0 = 0; r0 < R; r0 += T)
-        for (size_t c0 = 0; c0 < C; c0 += T) {
-            size_t r1 = r0 + T < R ? r0 + T : R, c1 = c0 + T < C ? c0 + T : C;
-            for (size_t c = c0; c < c1; c++)
-                for (size_t r = r0; r < r1; r++) memcpy(dst + 2 * (c * R + r), src + 2 * (r * C + c), 2);
+                for (size_t r = r0; r < r1; r++) memcpy(dst + esz * (c * R + r), src + esz * (r * C + c), esz);
         }
 }
 
@@ -265,33 +256,26 @@ static qtk_status fold_awq(qtk__hub *h) { return fold_kind(h, HUB_AWQ); }
 
 /* ---- bytes ---- */
 
-/* GPTQ's v1 (checkpoint_format "gptq") stores z - 1; GPTQModel, the maintained packer, turns
- * it into v2 on load by adding this constant to every qzeros word (2/4/8 bits: one per field,
- * carries crossing fields, the exact inverse of its own subtraction on save) and by
- * (field + 1) & 7 per field for 3 bits. */
-static uint32_t v1_step(unsigned bits) { return bits == 2 ? 0x55555555u : bits == 4 ? 0x11111111u : 0x01010101u; }
-
-/* Row g of qzeros as v2 words (zc words in tmp). */
-static const uint8_t *zrow(const hub_gptq_param *p, const uint8_t *qz, size_t g, uint8_t *tmp) {
+/* Row g of qzeros as v2 words into dst (zc words): v1's z - 1 undone as GPTQModel, the
+ * maintained packer, does on load (hub_gptq_v1_step): the exact inverse of its subtraction on
+ * save, so that a zero point of 0 survives. */
+static void zrow(const hub_gptq_param *p, const uint8_t *qz, size_t g, uint8_t *dst) {
     size_t zc = p->kind == HUB_AWQ ? p->N / 8 : p->N * p->bits / 32;
     const uint8_t *row = qz + 4 * g * zc;
-    if (!p->v1) return row;
-    if (p->bits != 3) {
-        for (size_t w = 0; w < zc; w++) qtk__st32(tmp + 4 * w, qtk__ld32(row + 4 * w) + v1_step(p->bits));
-        return tmp;
+    if (!p->v1) {
+        memcpy(dst, row, 4 * zc);
+    } else if (p->bits != 3) {
+        for (size_t w = 0; w < zc; w++) qtk__st32(dst + 4 * w, qtk__ld32(row + 4 * w) + hub_gptq_v1_step(p->bits));
+    } else {
+        memset(dst, 0, 4 * zc);
+        for (size_t n = 0; n < p->N; n++) hub_stream_put(dst, 4, n, 3, (hub_stream_get(row, 4, n, 3) + 1u) & 7u);
     }
-    memset(tmp, 0, 4 * zc);
-    for (size_t n = 0; n < p->N; n++) hub_stream_put(tmp, 4, n, 3, (hub_stream_get(row, 4, n, 3) + 1u) & 7u);
-    return tmp;
 }
 
 /* the zero point of output n in a v2 row */
 static uint32_t zfield(const hub_gptq_param *p, const uint8_t *row, size_t n) {
     if (p->kind == HUB_AWQ) {
-        uint32_t w = qtk__ld32(row + 4 * (n / 8));
-        unsigned i = 0;
-        while (hub_awq_order[i] != n % 8) i++;
-        return (w >> (4 * i)) & 15u;
+        return (qtk__ld32(row + 4 * (n / 8)) >> (4 * hub_awq_field[n % 8])) & 15u;
     }
     return hub_stream_get(row, 4, n, p->bits);
 }
@@ -299,10 +283,7 @@ static uint32_t zfield(const hub_gptq_param *p, const uint8_t *row, size_t n) {
 /* the value field of output n, input k */
 static uint32_t qfield(const hub_gptq_param *p, const uint8_t *qw, size_t n, size_t k) {
     if (p->kind == HUB_AWQ) {
-        uint32_t w = qtk__ld32(qw + 4 * (k * (p->N / 8) + n / 8));
-        unsigned i = 0;
-        while (hub_awq_order[i] != n % 8) i++;
-        return (w >> (4 * i)) & 15u;
+        return (qtk__ld32(qw + 4 * (k * (p->N / 8) + n / 8)) >> (4 * hub_awq_field[n % 8])) & 15u;
     }
     return hub_stream_get(qw + 4 * n, 4 * p->N, k, p->bits);
 }
@@ -329,10 +310,7 @@ qtk_status hub_gptq_decode(qtk__hub *h, const char *name, const hub_item *it, co
     size_t zc = p->kind == HUB_AWQ ? N / 8 : N * p->bits / 32;
     uint8_t *zs = malloc(4 * zc * (ng ? ng : 1)); /* every row of qzeros as v2 words */
     if (!zs) return qtk__err(QTK_E_NOMEM, "out of memory");
-    for (size_t g = 0; g < ng; g++) {
-        const uint8_t *r = zrow(p, part[2], g, zs + 4 * g * zc);
-        if (r != zs + 4 * g * zc) memcpy(zs + 4 * g * zc, r, 4 * zc);
-    }
+    for (size_t g = 0; g < ng; g++) zrow(p, part[2], g, zs + 4 * g * zc);
     if (p->act_order) {
         /* the packer's own formula, in the scales' dtype: s[g_idx[k], n] (q - z) */
         qtk_dtype sdt = hub_scale_dtype(p->scale_elem);
@@ -358,11 +336,10 @@ qtk_status hub_gptq_decode(qtk__hub *h, const char *name, const hub_item *it, co
             for (size_t k = 0; k < K; k++) out[n * K + k] = (uint8_t)qfield(p, part[0], n, k);
         vb = N * K;
     } else {
-        hub_transpose32(part[0], K * p->bits / 32, N, out);
+        hub_transpose(part[0], K * p->bits / 32, N, 4, out);
         vb = N * K * p->bits / 8;
     }
-    if (ssz == 2) hub_transpose16(part[1], ng, N, out + vb);
-    else hub_transpose32(part[1], ng, N, out + vb);
+    hub_transpose(part[1], ng, N, ssz, out + vb);
     uint8_t *zo = out + vb + N * ng * ssz;
     for (size_t g = 0; g < ng; g++)
         for (size_t n = 0; n < N; n++) zo[n * ng + g] = (uint8_t)zfield(p, zs + 4 * g * zc, n);

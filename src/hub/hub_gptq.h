@@ -19,7 +19,16 @@
 
 enum { HUB_GPTQ = 1, HUB_AWQ };
 
-extern const unsigned hub_awq_order[8];
+/* AWQ's order: field i of a word is output 8c + hub_awq_order[i]; output 8c + j is field
+ * hub_awq_field[j] (the inverse). */
+extern const unsigned hub_awq_order[8], hub_awq_field[8];
+
+/* GPTQ's v1 ("gptq") stores z - 1; GPTQModel converts whole qzeros words by this constant
+ * (one per field, carries and borrows crossing fields) for 2/4/8 bits, and per field
+ * ((f ± 1) & 7) for 3 bits. */
+static inline uint32_t hub_gptq_v1_step(unsigned bits) {
+    return bits == 2 ? 0x55555555u : bits == 4 ? 0x11111111u : 0x01010101u;
+}
 
 typedef struct {
     int kind;            /* HUB_GPTQ, HUB_AWQ */
@@ -47,10 +56,8 @@ static inline void hub_stream_put(uint8_t *w, size_t stride, size_t i, unsigned 
     if (sh + b > 32) qtk__st32(w + (wi + 1) * stride, qtk__ld32(w + (wi + 1) * stride) | (uint32_t)(v >> 32));
 }
 
-/* The [R, C] matrix of 32-bit words at src as [C, R] at dst (in blocks, for the caches). */
-void hub_transpose32(const uint8_t *src, size_t R, size_t C, uint8_t *dst);
-/* The same for 16-bit elements. */
-void hub_transpose16(const uint8_t *src, size_t R, size_t C, uint8_t *dst);
+/* The [R, C] matrix of esz-byte elements at src as [C, R] at dst (in blocks, for the caches). */
+void hub_transpose(const uint8_t *src, size_t R, size_t C, size_t esz, uint8_t *dst);
 
 /* GPTQ/AWQ stored words to qtk's bytes (parts: qweight, scales, qzeros [, g_idx]); with
  * act_order, the reference values in the scales' element. */

@@ -65,7 +65,7 @@ static qtk_status enc_qweight(hub_wctx *wc, const hub_wpiece *pc, const qtk_ckpt
         for (size_t n = 0; n < w.N; n++)
             for (size_t k = 0; k < w.K; k++) hub_stream_put(out + 4 * n, 4 * w.N, k, 3, bytes[n * w.K + k] & 7u);
     } else {
-        hub_transpose32(bytes, w.N, w.K * w.bits / 32, out);
+        hub_transpose(bytes, w.N, w.K * w.bits / 32, 4, out);
     }
     return QTK_OK;
 }
@@ -77,8 +77,7 @@ static qtk_status enc_scales(hub_wctx *wc, const hub_wpiece *pc, const qtk_ckpt_
     wshape w;
     classify(kind, t, &w);
     const uint8_t *s = bytes + value_bytes(&w);
-    if (w.sdt == QTK_DTYPE_F32) hub_transpose32(s, w.N, w.ng, out);
-    else hub_transpose16(s, w.N, w.ng, out);
+    hub_transpose(s, w.N, w.ng, qtk__scale_size(w.sdt), out);
     return QTK_OK;
 }
 
@@ -102,17 +101,14 @@ static qtk_status enc_qzeros(hub_wctx *wc, const hub_wpiece *pc, const qtk_ckpt_
                 return qtk__err(QTK_E_VALUE, "tensor '%s': the zero point of output %zu, group %zu is %u; %u-bit zero points "
                                 "are 0..%u", t->name, n, g, v, w.bits, top);
             if (kind == HUB_AWQ) {
-                unsigned i = 0;
-                while (hub_awq_order[i] != n % 8) i++;
                 uint8_t *p = out + 4 * (g * wpr + n / 8);
-                qtk__st32(p, qtk__ld32(p) | v << (4 * i));
+                qtk__st32(p, qtk__ld32(p) | v << (4 * hub_awq_field[n % 8]));
             } else {
                 hub_stream_put(out + 4 * g * wpr, 4, n, w.bits, v1 && w.bits == 3 ? (v - 1u) & 7u : v);
             }
         }
     if (v1 && w.bits != 3) {
-        uint32_t c = w.bits == 2 ? 0x55555555u : w.bits == 4 ? 0x11111111u : 0x01010101u;
-        for (size_t i = 0; i < w.ng * wpr; i++) qtk__st32(out + 4 * i, qtk__ld32(out + 4 * i) - c);
+        for (size_t i = 0; i < w.ng * wpr; i++) qtk__st32(out + 4 * i, qtk__ld32(out + 4 * i) - hub_gptq_v1_step(w.bits));
     }
     return QTK_OK;
 }

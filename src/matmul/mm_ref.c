@@ -41,8 +41,8 @@ void qtk__mm_decode_elems(const qtk__mmw *w, size_t r, size_t c0, size_t nc, flo
     qtk__row ri;
     qtk__plan_row(p, r, &ri);
     if (p->affine && p->pack_last && p->unit_bytes == 4 && p->fpu > 1 && c0 % p->fpu == 0 && p->blk_last % p->fpu == 0) {
-        /* the affine mode's word stores (GPTQ/AWQ's u4/u2/u8): a word's fields share a group;
-         * the same operations as qtk__decode_affine, a word at a time */
+        /* the affine mode's word stores (GPTQ/AWQ's u4/u2/u8): a word's fields share a group,
+         * decoded a word at a time */
         const unsigned fpu = p->fpu, bits = p->bits;
         const uint32_t mask = p->mask;
         const uint8_t *u = w->vals + ri.unit_base * 4;
@@ -51,16 +51,7 @@ void qtk__mm_decode_elems(const qtk__mmw *w, size_t r, size_t c0, size_t nc, flo
             size_t c = c0 + j, g = ri.scale_base + c / p->blk_last;
             uint32_t v = qtk__ld32(u + 4 * (c / fpu));
             float s = w->eff[g], o = w->off[g];
-            for (unsigned i = 0; i < fpu; i++) {
-                float q = (float)((v >> (bits * i)) & mask), t;
-                if (p->offk == QTK_OFFSET_ZERO) {
-                    t = q - o;
-                    dst[j + i] = s * t;
-                } else {
-                    t = s * q;
-                    dst[j + i] = p->offk == QTK_OFFSET_ADD ? t + o : t - o;
-                }
-            }
+            for (unsigned i = 0; i < fpu; i++) dst[j + i] = qtk__decode_affine(p, (v >> (bits * i)) & mask, s, o);
         }
         for (; j < nc; j++) {
             size_t c = c0 + j;
