@@ -558,6 +558,38 @@ QTK_API const qtk_imatrix_entry *qtk_imatrix_entry_at(const qtk_imatrix *m, size
 QTK_API qtk_status qtk_imatrix_lookup(const qtk_imatrix *m, const char *tensor, qtk_imatrix_entry *e);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Burn's serialized QuantScheme                                                               */
+/* ------------------------------------------------------------------------------------------ */
+
+/* What a Burn program holds for a scheme: its QuantScheme serialized by serde, as ciborium
+ * writes it into burnpack metadata (CBOR) or as serde_json writes it (JSON). Burn has used two
+ * shapes (formats/BURNPACK.md §1.8, §2.5):
+ *   CURRENT  {value, store, mode, tensor, block}   (since 2026-08-19, cubecl PR #1514)
+ *   LEGACY   {value, param, store, level, mode}     (before: level "Tensor", {"Block": size}
+ *            or {"BlockTensor": {block, global}}; param the innermost level's dtype)
+ * Decoding reads either (the burnpack reader refuses LEGACY descriptors in files, which Burn
+ * itself misreads) and also takes a whole DType {"QFloat": scheme}. A Lookup scheme comes back
+ * with table "" (Burn names no table): set one before using it. Block dims are what Burn
+ * stores, right-aligned on the tensor's last dims (at most 255 each). LEGACY's "Tensor" level
+ * with param P reads as tensor=P. Encoding writes the shortest-head, declaration-order bytes
+ * ciborium writes (compact JSON in serde_json's field order); only Burn's schemes (SPEC values,
+ * symmetric or lookup, native/packed/u32 stores) can be written, and a `*` block dim only with
+ * a shape to resolve it on (shape may be NULL otherwise). Output follows qtk_scheme_format's
+ * convention: at most cap bytes (JSON: including a terminator), *needed (optional) the full
+ * length (JSON: + 1). */
+typedef enum qtk_burn_form {
+    QTK_BURN_CURRENT = 0,
+    QTK_BURN_LEGACY
+} qtk_burn_form;
+
+QTK_API qtk_status qtk_scheme_from_burn_cbor(const void *data, size_t len, qtk_scheme *out, qtk_burn_form *form);
+QTK_API qtk_status qtk_scheme_to_burn_cbor(const qtk_scheme *s, const size_t *shape, int rank, qtk_burn_form form,
+                                           void *buf, size_t cap, size_t *needed);
+QTK_API qtk_status qtk_scheme_from_burn_json(const char *json, size_t len, qtk_scheme *out, qtk_burn_form *form);
+QTK_API qtk_status qtk_scheme_to_burn_json(const qtk_scheme *s, const size_t *shape, int rank, qtk_burn_form form,
+                                           char *buf, size_t cap, size_t *needed);
+
+/* ------------------------------------------------------------------------------------------ */
 /* Files                                                                                       */
 /* ------------------------------------------------------------------------------------------ */
 

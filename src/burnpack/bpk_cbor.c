@@ -27,7 +27,7 @@ static const struct {
     {QTK_DTYPE_UE8M0, "UE8M0"}, {QTK_DTYPE_UE4M3, "UE4M3"},
 };
 
-static const char *scale_name(qtk_dtype d) {
+const char *qtk__bpk_scale_name(qtk_dtype d) {
     for (size_t i = 0; i < sizeof scale_names / sizeof scale_names[0]; i++)
         if (scale_names[i].d == d) return scale_names[i].name;
     return NULL;
@@ -104,24 +104,18 @@ static cbor_item_t *cb_variant(const char *name, cbor_item_t *payload) {
     return m;
 }
 
-/* BlockSize {"storage": [u8; 5], "len": u8}: the scheme's block dims resolved on the
- * tensor, leading 1s dropped as Burn's constructor does, filler 1s. */
-static cbor_item_t *block_size_item(const qtk_ckpt_tensor *t, const qtk_layout *L, qtk_status *st) {
-    unsigned br = t->scheme.block_rank;
-    size_t dims[QTK_MAX_BLOCK_DIMS];
-    for (unsigned i = 0; i < br; i++) dims[i] = L->block[t->rank - (int)br + (int)i];
+/* BlockSize {"storage": [u8; 5], "len": u8}: br block dims (resolved, outermost first),
+ * leading 1s dropped as Burn's constructor does, filler 1s. A dim above 255 is refused with a
+ * message naming `what`. */
+static cbor_item_t *block_size_item(const size_t *dims, unsigned br, const char *what, qtk_status *st) {
     unsigned lead = 0;
     while (lead + 1 < br && dims[lead] == 1) lead++;
     cbor_item_t *storage = cbor_new_definite_array(QTK_MAX_BLOCK_DIMS);
     for (unsigned i = 0; i < QTK_MAX_BLOCK_DIMS; i++) {
         size_t v = i < br - lead ? dims[lead + i] : 1;
         if (v > 255) {
-            char sb[256], spec[160];
-            if (qtk_scheme_format(&t->scheme, spec, sizeof spec, NULL) != QTK_OK) snprintf(spec, sizeof spec, "?");
-            *st = qtk__err(QTK_E_UNSUPPORTED,
-                           "tensor '%s': scheme '%s' on shape %s has a block dim of %zu; Burn's format holds block dims "
-                           "of at most 255",
-                           t->name, spec, qtk_shape_format(t->shape, t->rank, sb, sizeof sb), v);
+            *st = qtk__err(QTK_E_UNSUPPORTED, "%s has a block dim of %zu; Burn's format holds block dims of at most 255",
+                           what, v);
             return fail(storage);
         }
         if (!cb_push(storage, cb_uint(v))) return fail(storage);
@@ -132,7 +126,68 @@ static cbor_item_t *block_size_item(const qtk_ckpt_tensor *t, const qtk_layout *
     return m;
 }
 
-/* QuantScheme {value, store, mode, tensor, block} (BURNPACK.md §2.5). */
+cbor_item_t *qtk__bpk_scheme_item(const qtk_scheme *s, const size_t *bdims, bool legacy, const char *what,
+                                  qtk_status *st) {
+    *st = QTK_OK;
+    cbor_item_t *size = NULL;
+    if (s->block_rank) {
+        size = block_size_item(bdims, s->block_rank, what, st);
+        if (!size) return NULL;
+    }
+    cbor_item_t *store = s->store == QTK_STORE_NATIVE ? cb_text("Native")
+                         : cb_variant(s->store == QTK_STORE_PACKED ? "PackedNative" : "PackedU32", cb_uint(s->pack_dim));
+    cbor_item_t *mode = cb_text(s->mode == QTK_MODE_LOOKUP ? "Lookup" : "Symmetric");
+    cbor_item_t *m = cbor_new_definite_map(5);
+    bool ok = cb_put(m, cb_text("value"), cb_text(value_names[s->value]));
+    if (!legacy) {
+        /* {value, store, mode, tensor, block} (BURNPACK.md §2.5) */
+        cbor_item_t *tensor = s->tensor_dtype == QTK_DTYPE_NONE ? cbor_new_null() : cb_text(qtk__bpk_scale_name(s->tensor_dtype));
+        cbor_item_t *block = NULL;
+        if (!size) {
+            block = cbor_new_null();
+        } else {
+            block = cbor_new_definite_map(2);
+            if (!cb_put(block, cb_text("size"), size) || !cb_put(block, cb_text("dtype"), cb_text(qtk__bpk_scale_name(s->block_dtype))))
+                block = fail(block);
+            size = NULL;
+        }
+        /* every item is put (or dropped) whatever failed before: nothing leaks */
+        ok &= cb_put(m, cb_text("store"), store);
+        ok &= cb_put(m, cb_text("mode"), mode);
+        ok &= cb_put(m, cb_text("tensor"), tensor);
+        ok &= cb_put(m, cb_text("block"), block);
+    } else {
+        /* {value, param, store, level, mode} (BURNPACK.md §1.8): param is the innermost level's
+         * dtype; level "Tensor", {"Block": size} or {"BlockTensor": {"block": size, "global": P}} */
+        qtk_dtype param = s->block_rank ? s->block_dtype : s->tensor_dtype ? s->tensor_dtype : QTK_DTYPE_F32;
+        cbor_item_t *level;
+        if (!size) {
+            level = cb_text("Tensor");
+        } else if (s->tensor_dtype == QTK_DTYPE_NONE) {
+            level = cb_variant("Block", size);
+            size = NULL;
+        } else {
+            cbor_item_t *bt = cbor_new_definite_map(2);
+            if (!cb_put(bt, cb_text("block"), size) || !cb_put(bt, cb_text("global"), cb_text(qtk__bpk_scale_name(s->tensor_dtype))))
+                bt = fail(bt);
+            size = NULL;
+            level = bt ? cb_variant("BlockTensor", bt) : NULL;
+        }
+        ok &= cb_put(m, cb_text("param"), cb_text(qtk__bpk_scale_name(param)));
+        ok &= cb_put(m, cb_text("store"), store);
+        ok &= cb_put(m, cb_text("level"), level);
+        ok &= cb_put(m, cb_text("mode"), mode);
+    }
+    if (size) cbor_decref(&size);
+    if (!ok) {
+        *st = qtk__err(QTK_E_NOMEM, "out of memory building CBOR");
+        return fail(m);
+    }
+    return m;
+}
+
+/* QuantScheme {value, store, mode, tensor, block} of a tensor (BURNPACK.md §2.5): the block
+ * dims resolved on its shape. */
 static cbor_item_t *scheme_item(const qtk_ckpt_tensor *t, qtk_status *st) {
     const qtk_scheme *s = &t->scheme;
     qtk_layout L;
@@ -141,38 +196,23 @@ static cbor_item_t *scheme_item(const qtk_ckpt_tensor *t, qtk_status *st) {
         qtk__err_context(*st, "tensor '%s'", t->name);
         return NULL;
     }
-    cbor_item_t *m = cbor_new_definite_map(5);
-    if (!cb_put(m, cb_text("value"), cb_text(value_names[s->value]))) return fail(m);
-    cbor_item_t *store = s->store == QTK_STORE_NATIVE ? cb_text("Native")
-                         : cb_variant(s->store == QTK_STORE_PACKED ? "PackedNative" : "PackedU32", cb_uint(s->pack_dim));
-    if (!cb_put(m, cb_text("store"), store)) return fail(m);
-    if (!cb_put(m, cb_text("mode"), cb_text(s->mode == QTK_MODE_LOOKUP ? "Lookup" : "Symmetric"))) return fail(m);
-    cbor_item_t *tensor = s->tensor_dtype == QTK_DTYPE_NONE ? cbor_new_null() : cb_text(scale_name(s->tensor_dtype));
-    if (!cb_put(m, cb_text("tensor"), tensor)) return fail(m);
-    cbor_item_t *block;
-    if (s->block_rank == 0) {
-        block = cbor_new_null();
-    } else {
-        cbor_item_t *size = block_size_item(t, &L, st);
-        if (!size) return fail(m);
-        block = cbor_new_definite_map(2);
-        if (!cb_put(block, cb_text("size"), size) || !cb_put(block, cb_text("dtype"), cb_text(scale_name(s->block_dtype))))
-            block = fail(block);
-    }
-    if (!cb_put(m, cb_text("block"), block)) return fail(m);
-    return m;
+    size_t dims[QTK_MAX_BLOCK_DIMS];
+    for (unsigned i = 0; i < s->block_rank; i++) dims[i] = L.block[t->rank - (int)s->block_rank + (int)i];
+    char what[512], sb[128], spec[160];
+    if (qtk_scheme_format(s, spec, sizeof spec, NULL) != QTK_OK) snprintf(spec, sizeof spec, "?");
+    snprintf(what, sizeof what, "tensor '%.200s': scheme '%s' on shape %s", t->name, spec,
+             qtk_shape_format(t->shape, t->rank, sb, sizeof sb));
+    return qtk__bpk_scheme_item(s, dims, false, what, st);
 }
 
-/* 1 if Burn's QuantScheme can say what s is: a SPEC value, mode and store (docs/affine.md:
- * the extension's schemes are written as {"QtkQuant": spec} instead). */
-static bool burn_expressible(const qtk_scheme *s) {
+bool qtk__bpk_burn_expressible(const qtk_scheme *s) {
     return (unsigned)s->value < BURN_VALUES && s->mode != QTK_MODE_AFFINE && s->store != QTK_STORE_GGML &&
            s->super_block == 0;
 }
 
 static cbor_item_t *dtype_item(const qtk_ckpt_tensor *t, qtk_status *st) {
     *st = QTK_OK;
-    if (t->quantized && !burn_expressible(&t->scheme)) {
+    if (t->quantized && !qtk__bpk_burn_expressible(&t->scheme)) {
         qtk_layout L;
         char spec[256];
         *st = qtk_layout_compute(&t->scheme, t->shape, t->rank, &L);
@@ -544,15 +584,10 @@ static qtk_status decode_scale_dtype(const cbor_item_t *it, const char *what, qt
     return qtk__err(QTK_E_FORMAT, "%s %s is not a ScaleDtype (F32, F16, BF16, UE8M0, UE4M3)", what, b);
 }
 
-static qtk_status decode_block(const cbor_item_t *it, qtk_scheme *s) {
-    field f[2] = {{"size", NULL}, {"dtype", NULL}};
-    qtk_status st = fields(it, f, 2, "QuantScheme 'block'");
-    if (st) return st;
-    if (!f[0].value || !f[1].value) return qtk__err(QTK_E_FORMAT, "QuantScheme 'block' lacks '%s'", f[0].value ? "dtype" : "size");
-    st = decode_scale_dtype(f[1].value, "block dtype", &s->block_dtype);
-    if (st) return st;
+/* BlockSize {"storage": [u8; 5], "len": u8} into s->block / block_rank. */
+static qtk_status decode_block_size(const cbor_item_t *it, qtk_scheme *s) {
     field g[2] = {{"storage", NULL}, {"len", NULL}};
-    st = fields(f[0].value, g, 2, "BlockSize");
+    qtk_status st = fields(it, g, 2, "BlockSize");
     if (st) return st;
     if (!g[0].value || !g[1].value) return qtk__err(QTK_E_FORMAT, "BlockSize lacks '%s'", g[0].value ? "len" : "storage");
     const cbor_item_t *arr = qtk__cb_untag(g[0].value);
@@ -575,19 +610,65 @@ static qtk_status decode_block(const cbor_item_t *it, qtk_scheme *s) {
     return QTK_OK;
 }
 
-static qtk_status decode_scheme(const cbor_item_t *it, qtk_scheme *s) {
+static qtk_status decode_block(const cbor_item_t *it, qtk_scheme *s) {
+    field f[2] = {{"size", NULL}, {"dtype", NULL}};
+    qtk_status st = fields(it, f, 2, "QuantScheme 'block'");
+    if (st) return st;
+    if (!f[0].value || !f[1].value) return qtk__err(QTK_E_FORMAT, "QuantScheme 'block' lacks '%s'", f[0].value ? "dtype" : "size");
+    st = decode_scale_dtype(f[1].value, "block dtype", &s->block_dtype);
+    return st ? st : decode_block_size(f[0].value, s);
+}
+
+/* The shape before 2026-08-19 (BURNPACK.md §1.8): param is the innermost level's dtype; level
+ * "Tensor", {"Block": BlockSize} or {"BlockTensor": {"block": BlockSize, "global": param}}. */
+static qtk_status decode_legacy_levels(const cbor_item_t *param, const cbor_item_t *level, qtk_scheme *s) {
+    if (!param || !level) return qtk__err(QTK_E_FORMAT, "QuantScheme (the shape before 2026-08-19) lacks '%s'", param ? "level" : "param");
+    qtk_dtype p = QTK_DTYPE_F32;
+    qtk_status st = decode_scale_dtype(param, "QuantParam", &p);
+    if (st) return st;
+    const cbor_item_t *key, *payload;
+    if (!variant(level, &key, &payload)) return qtk__err(QTK_E_FORMAT, "QuantLevel is not a text or a 1-entry map");
+    if (!payload && qtk__cb_is(key, "Tensor")) {
+        s->tensor_dtype = p;
+        return QTK_OK;
+    }
+    if (payload && qtk__cb_is(key, "Block")) {
+        s->block_dtype = p;
+        return decode_block_size(payload, s);
+    }
+    if (payload && qtk__cb_is(key, "BlockTensor")) {
+        field g[2] = {{"block", NULL}, {"global", NULL}};
+        st = fields(payload, g, 2, "QuantLevel BlockTensor");
+        if (st) return st;
+        if (!g[0].value || !g[1].value)
+            return qtk__err(QTK_E_FORMAT, "QuantLevel BlockTensor lacks '%s'", g[0].value ? "global" : "block");
+        s->block_dtype = p;
+        st = decode_scale_dtype(g[1].value, "BlockTensor global", &s->tensor_dtype);
+        return st ? st : decode_block_size(g[0].value, s);
+    }
+    char b[64];
+    text_for_msg(key, b, sizeof b);
+    return qtk__err(QTK_E_FORMAT, "QuantLevel %s is not \"Tensor\", {\"Block\": size} or {\"BlockTensor\": {block, global}}", b);
+}
+
+qtk_status qtk__bpk_decode_scheme(const cbor_item_t *it, bool legacy_ok, qtk_scheme *s, bool *legacy) {
     memset(s, 0, sizeof *s);
+    if (legacy) *legacy = false;
     field f[7] = {{"value", NULL}, {"store", NULL}, {"mode", NULL}, {"tensor", NULL},
                   {"block", NULL}, {"param", NULL}, {"level", NULL}};
     qtk_status st = fields(it, f, 7, "QuantScheme");
     if (st) return st;
+    bool old = f[5].value || f[6].value;
+    if (old && (f[3].value || f[4].value))
+        return qtk__err(QTK_E_FORMAT, "QuantScheme has both shapes' fields ('%s' and '%s')", f[5].value ? "param" : "level",
+                        f[3].value ? "tensor" : "block");
     /* BURNPACK.md §1.8: Burn reads the old shape silently as the default scheme; qtk says so. */
-    if (f[5].value || f[6].value || (!f[3].value && !f[4].value))
+    if ((old && !legacy_ok) || (!f[3].value && !f[4].value && !old))
         return qtk__err(QTK_E_UNSUPPORTED,
                         "QuantScheme has %s: the shape Burn wrote before 2026-08-19 ({value, param, store, level, mode}, "
                         "cubecl PR #1514); qtk reads only the current {value, store, mode, tensor, block} shape, "
                         "because the old one cannot be told apart from a different scheme",
-                        f[5].value || f[6].value ? "'param'/'level' fields" : "neither 'tensor' nor 'block'");
+                        old ? "'param'/'level' fields" : "neither 'tensor' nor 'block'");
     for (int k = 0; k < 3; k++)
         if (!f[k].value) return qtk__err(QTK_E_FORMAT, "QuantScheme lacks '%s'", f[k].name);
     bool found = false;
@@ -621,6 +702,11 @@ static qtk_status decode_scheme(const cbor_item_t *it, qtk_scheme *s) {
         char b[64];
         text_for_msg(f[2].value, b, sizeof b);
         return qtk__err(QTK_E_FORMAT, "QuantMode %s is not \"Symmetric\" or \"Lookup\"", b);
+    }
+    if (old) {
+        st = decode_legacy_levels(f[5].value, f[6].value, s);
+        if (st) return st;
+        if (legacy) *legacy = true;
     }
     if (f[3].value && !qtk__cb_is_null(f[3].value)) {
         st = decode_scale_dtype(f[3].value, "tensor scale dtype", &s->tensor_dtype);
@@ -662,7 +748,7 @@ qtk_status qtk__bpk_decode_dtype(const cbor_item_t *it, qtk__bpk_dtype *out) {
     }
     if (qtk__cb_is(key, "QFloat")) {
         out->quantized = true;
-        qtk_status st = decode_scheme(payload, &out->scheme);
+        qtk_status st = qtk__bpk_decode_scheme(payload, false, &out->scheme, NULL);
         return st ? qtk__err_context(st, "QFloat") : QTK_OK;
     }
     if (qtk__cb_is(key, "QtkQuant")) {
@@ -678,7 +764,7 @@ qtk_status qtk__bpk_decode_dtype(const cbor_item_t *it, qtk__bpk_dtype *out) {
         if (memchr(spec, '\0', n)) return qtk__err(QTK_E_FORMAT, "dtype QtkQuant's spec string holds a NUL");
         qtk_status st = qtk_scheme_parse(spec, &out->scheme);
         if (st) return qtk__err_context(st, "dtype QtkQuant");
-        if (burn_expressible(&out->scheme))
+        if (qtk__bpk_burn_expressible(&out->scheme))
             return qtk__err(QTK_E_FORMAT, "dtype QtkQuant holds '%s', which Burn's QFloat expresses: qtk writes it as QFloat", spec);
         out->quantized = true;
         return QTK_OK;

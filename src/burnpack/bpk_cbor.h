@@ -16,6 +16,16 @@
  * block dims are resolved on the tensor's shape (`*` becomes the extent) and must be at
  * most 255 (Burn keeps them as u8). */
 qtk_status qtk__bpk_encode_dtype(const qtk_ckpt_tensor *t, uint8_t **out, size_t *len);
+/* Burn's QuantScheme of s, current shape or (legacy) the one before 2026-08-19, with the block
+ * dims bdims (block_rank of them, resolved: no `*`). s must be Burn-expressible. A block dim
+ * above 255 fails with a message naming `what`. NULL on failure (*st says why). */
+cbor_item_t *qtk__bpk_scheme_item(const qtk_scheme *s, const size_t *bdims, bool legacy, const char *what,
+                                  qtk_status *st);
+/* 1 if Burn's QuantScheme can say what s is: a SPEC value, mode and store (docs/affine.md:
+ * the extension's schemes are written as {"QtkQuant": spec} instead). */
+bool qtk__bpk_burn_expressible(const qtk_scheme *s);
+/* Burn's ScaleDtype name of d ("F32", "UE4M3"), or NULL for a dtype Burn has no name for. */
+const char *qtk__bpk_scale_name(qtk_dtype d);
 /* The whole metadata item for d, with tensor i at data_offsets [starts[i], starts[i] +
  * nbytes). *out is malloc'ed. */
 qtk_status qtk__bpk_encode_metadata(const qtk__desc *d, const size_t *starts, uint8_t **out, size_t *len);
@@ -29,6 +39,10 @@ typedef struct qtk__bpk_dtype {
 } qtk__bpk_dtype;
 
 qtk_status qtk__bpk_decode_dtype(const cbor_item_t *it, qtk__bpk_dtype *out);
+/* A QuantScheme map. The shape before 2026-08-19 ({value, param, store, level, mode}) is read
+ * when legacy_ok (then *legacy, optional, is set), refused with BURNPACK.md §1.8's reason
+ * otherwise (burnpack files: Burn itself misreads such a descriptor). */
+qtk_status qtk__bpk_decode_scheme(const cbor_item_t *it, bool legacy_ok, qtk_scheme *s, bool *legacy);
 qtk_status qtk__bpk_decode_scalar(const cbor_item_t *it, qtk_ckpt_scalar *out);
 
 /* libcbor helpers shared with burnpack.c */
