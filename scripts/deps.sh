@@ -38,6 +38,14 @@ else
     qtk_need="$qtk_need python3 python3-dev python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip"
 fi
 
+# The Rust crate (rust/qtk), for test.sh only (it sets QTK_DEPS_RUST=1): Debian's cargo and
+# rustc (1.63, the crate's rust-version, tested even where a newer toolchain is on PATH) and
+# bindgen (the committed bindings are regenerated and compared).
+if [ "${QTK_DEPS_RUST:-0}" = 1 ]; then
+    [ -x /usr/bin/cargo ] && [ -x /usr/bin/rustdoc ] || qtk_need="$qtk_need cargo rustc"
+    command -v bindgen >/dev/null 2>&1 || qtk_need="$qtk_need bindgen"
+fi
+
 if [ -n "$qtk_need" ]; then
     echo "qtk: installing:$qtk_need" >&2
     if [ "$(id -u)" -eq 0 ]; then SUDO=""; elif command -v sudo >/dev/null 2>&1; then SUDO="sudo"; else

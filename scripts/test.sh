@@ -2,9 +2,11 @@
 # test.sh — builds qtk and runs every test: the layout check, optimised (Release) on the best
 # kernel level and on the portable reference, under AddressSanitizer + UndefinedBehaviorSanitizer
 # (GCC, then clang with its extra checks), the libFuzzer harnesses for a bounded time each
-# (QTK_FUZZ_SECONDS, 60 by default), and an installed package used by the examples.
+# (QTK_FUZZ_SECONDS, 60 by default), an installed package used by the examples, and the Rust
+# crate against the Release build (scripts/test-rust.sh).
 set -eu
 cd "$(dirname "$0")/.."
+QTK_DEPS_RUST=1
 . scripts/deps.sh
 jobs="$(nproc 2>/dev/null || echo 2)"
 
@@ -18,6 +20,9 @@ ctest --test-dir build --output-on-failure -j "$jobs"
 
 echo "== the same tests on the portable reference kernels (QTK_ISA=scalar)"
 QTK_ISA=scalar ctest --test-dir build --output-on-failure -j "$jobs"
+
+echo "== the Rust crate (rust/qtk): bindings regenerated, cargo test --offline (current toolchain and rustc 1.63), examples, the README's program"
+./scripts/test-rust.sh
 
 echo "== AddressSanitizer + UndefinedBehaviorSanitizer build and tests"
 cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DQTK_SANITIZE=ON >/dev/null

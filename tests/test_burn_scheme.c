@@ -221,7 +221,7 @@ static void errors(void) {
          "QuantMode 'Affine'"},
         {"{\"value\":\"Q8F\",\"store\":\"Native\",\"mode\":\"Symmetric\",\"tensor\":\"F8\",\"block\":null}", QTK_E_FORMAT,
          "'F8' is not a ScaleDtype"},
-        {"{\"value\":\"Q8F\",\"store\":\"Native\",\"mode\":\"Symmetric\"}", QTK_E_UNSUPPORTED, "neither 'tensor' nor 'block'"},
+        {"{\"value\":\"Q8F\",\"store\":\"Native\",\"mode\":\"Symmetric\"}", QTK_E_FORMAT, "neither 'tensor' nor 'block'"},
         {"{\"value\":\"Q8F\",\"param\":\"F32\",\"store\":\"Native\",\"level\":\"Tensor\",\"mode\":\"Symmetric\",\"tensor\":null}",
          QTK_E_FORMAT, "both shapes"},
         {"{\"value\":\"Q8F\",\"param\":\"F32\",\"store\":\"Native\",\"mode\":\"Symmetric\"}", QTK_E_FORMAT, "lacks 'level'"},

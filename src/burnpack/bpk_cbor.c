@@ -662,6 +662,9 @@ qtk_status qtk__bpk_decode_scheme(const cbor_item_t *it, bool legacy_ok, qtk_sch
     if (old && (f[3].value || f[4].value))
         return qtk__err(QTK_E_FORMAT, "QuantScheme has both shapes' fields ('%s' and '%s')", f[5].value ? "param" : "level",
                         f[3].value ? "tensor" : "block");
+    if (legacy_ok && !old && !f[3].value && !f[4].value)
+        return qtk__err(QTK_E_FORMAT, "QuantScheme has neither 'tensor' nor 'block' (Burn's shape since 2026-08-19) nor "
+                                      "'param' and 'level' (the shape before)");
     /* BURNPACK.md §1.8: Burn reads the old shape silently as the default scheme; qtk says so. */
     if ((old && !legacy_ok) || (!f[3].value && !f[4].value && !old))
         return qtk__err(QTK_E_UNSUPPORTED,
