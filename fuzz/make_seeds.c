@@ -112,6 +112,33 @@ static void tensor_seeds(void) {
     put("tensor", "text-rank3", text, sizeof text - 1);
 }
 
+/* ---- Burn's serialized QuantScheme: every Burn-expressible family in both shapes, CBOR and
+ * JSON, the whole {"QFloat": ...} dtype, a {"QtkQuant": spec} one ---- */
+
+static void burn_scheme_seeds(void) {
+    int k = 0;
+    for (size_t f = 0; f < N_FAMILIES; f++) {
+        qtk_scheme s;
+        if (qtk_scheme_parse(families[f], &s)) die(families[f]);
+        for (int form = 0; form < 2; form++) {
+            uint8_t cb[512];
+            char js[1024], name[64];
+            size_t n;
+            if (qtk_scheme_to_burn_cbor(&s, NULL, 0, (qtk_burn_form)form, cb, sizeof cb, &n) != QTK_OK) continue; /* '*' */
+            snprintf(name, sizeof name, "cbor-%02d", k);
+            put("burn_scheme", name, cb, n);
+            if (qtk_scheme_to_burn_json(&s, NULL, 0, (qtk_burn_form)form, js, sizeof js, &n) != QTK_OK) die("json");
+            snprintf(name, sizeof name, "json-%02d", k++);
+            put("burn_scheme", name, js, n - 1);
+        }
+    }
+    static const char qfloat[] = "{\"QFloat\":{\"value\":\"Q4S\",\"store\":\"Native\",\"mode\":\"Lookup\",\"tensor\":\"F16\","
+                                 "\"block\":null}}";
+    put("burn_scheme", "json-qfloat", qfloat, strlen(qfloat));
+    static const uint8_t qtkq[] = {0xa1, 0x68, 'Q', 't', 'k', 'Q', 'u', 'a', 'n', 't', 0x64, 'q', '4', '_', 'k'};
+    put("burn_scheme", "cbor-qtkquant", qtkq, sizeof qtkq);
+}
+
 /* ---- spec strings ---- */
 
 static void spec_seeds(void) {
@@ -491,6 +518,7 @@ int main(int argc, char **argv) {
     qtk_set_threads(1);
     tensor_seeds();
     spec_seeds();
+    burn_scheme_seeds();
     npy_seeds();
     ckpt_seeds(argc > 2 ? argv[2] : NULL);
     return 0;

@@ -7,7 +7,7 @@
 #   scripts/fuzz.sh --seeds          regenerate the checked-in seeds (fuzz/corpus) with qtk's writers
 #   scripts/fuzz.sh --list           the harnesses
 #
-# Harnesses: spec tensor npy burnpack safetensors gguf hub (docs/hardening.md says what each
+# Harnesses: spec burn_scheme tensor npy burnpack safetensors gguf hub (docs/hardening.md says what each
 # checks). Each run starts from fuzz/corpus/NAME (small seeds, checked in), the real files of
 # ../shared/data when they are there, and what earlier runs found (build-fuzz/corpus/NAME,
 # not checked in). Any finding — a crash, a sanitizer report, a leak, a violated oracle, an
@@ -16,7 +16,7 @@
 # Extra libFuzzer flags: QTK_FUZZ_FLAGS="-jobs=2 -workers=2" scripts/fuzz.sh tensor 3600
 set -eu
 cd "$(dirname "$0")/.."
-all="spec tensor npy burnpack safetensors gguf hub"
+all="spec burn_scheme tensor npy burnpack safetensors gguf hub"
 build="${QTK_FUZZ_BUILD:-build-fuzz}" # another build directory: QTK_FUZZ_BUILD=build-fuzz2
 jobs="$(nproc 2>/dev/null || echo 2)"
 
@@ -56,6 +56,7 @@ for name in $names; do
     for f in $files; do [ -f "$data/$f" ] && ln -s "$(cd "$data" && pwd)/$f" "$real/$(basename "$f")"; done
     case "$name" in
     spec) max=400 ;;
+    burn_scheme) max=1024 ;;
     tensor) max=8192 ;;
     npy) max=65536 ;;
     *) max=2097152 ;;

@@ -272,6 +272,91 @@ static PyGetSetDef getset[] = {
     {NULL, NULL, NULL, NULL, NULL},
 };
 
+
+/* ---- Burn's serialized QuantScheme (qtk_scheme_from/to_burn_cbor, _json) ---- */
+
+/* The decoded scheme, with table= filling in the lookup table Burn does not name. */
+static PyObject *from_burn(PyObject *cls, const qtk_scheme *s, PyObject *table) {
+    qtk_scheme t = *s;
+    if (table && table != Py_None) {
+        const char *name = PyUnicode_Check(table) ? PyUnicode_AsUTF8(table) : NULL;
+        if (!name) return qtkpy_fail(QTK_E_ARG, "table must be a table name ('nf4', 'iq4nl', a registered one)");
+        if (t.mode != QTK_MODE_LOOKUP) return qtkpy_fail(QTK_E_ARG, "table= given for a symmetric scheme");
+        if (strlen(name) >= sizeof t.table) return qtkpy_fail(QTK_E_ARG, "table name '%s' is too long", name);
+        strcpy(t.table, name);
+        qtk_status st = qtk_scheme_validate(&t);
+        if (st) return qtkpy_raise(st);
+    } else if (t.mode == QTK_MODE_LOOKUP && t.table[0] == '\0') {
+        return qtkpy_fail(QTK_E_SCHEME, "Burn's Lookup mode names no table: pass table= ('nf4', 'iq4nl', ...)");
+    }
+    qtkpy_SchemeObject *o = (qtkpy_SchemeObject *)((PyTypeObject *)cls)->tp_alloc((PyTypeObject *)cls, 0);
+    if (o) o->s = t;
+    return (PyObject *)o;
+}
+
+static PyObject *scheme_from_burn_cbor(PyObject *cls, PyObject *args, PyObject *kw) {
+    static const char *kwlist[] = {"data", "table", NULL};
+    Py_buffer b;
+    PyObject *table = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "y*|O:from_burn_cbor", QTKPY_KW(kwlist), &b, &table))
+        return qtkpy_rewrap("Scheme.from_burn_cbor");
+    qtk_scheme s;
+    qtk_status st = qtk_scheme_from_burn_cbor(b.buf, (size_t)b.len, &s, NULL);
+    PyBuffer_Release(&b);
+    if (st) return qtkpy_raise(st);
+    return from_burn(cls, &s, table);
+}
+
+static PyObject *scheme_from_burn_json(PyObject *cls, PyObject *args, PyObject *kw) {
+    static const char *kwlist[] = {"text", "table", NULL};
+    const char *text;
+    Py_ssize_t n;
+    PyObject *table = NULL;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "s#|O:from_burn_json", QTKPY_KW(kwlist), &text, &n, &table))
+        return qtkpy_rewrap("Scheme.from_burn_json");
+    qtk_scheme s;
+    qtk_status st = qtk_scheme_from_burn_json(text, (size_t)n, &s, NULL);
+    if (st) return qtkpy_raise(st);
+    return from_burn(cls, &s, table);
+}
+
+/* (shape or None, legacy) -> the arguments of qtk_scheme_to_burn_* */
+static int burn_args(PyObject *args, PyObject *kw, const char *fname, qtkpy_shape *sh, int *have_shape, int *legacy) {
+    static const char *kwlist[] = {"shape", "legacy", NULL};
+    PyObject *shape = Py_None;
+    *legacy = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "|Op", QTKPY_KW(kwlist), &shape, legacy)) {
+        qtkpy_rewrap(fname);
+        return -1;
+    }
+    *have_shape = shape != Py_None;
+    if (*have_shape && !qtkpy_shape_conv(shape, sh)) return -1;
+    return 0;
+}
+
+static PyObject *scheme_to_burn_cbor(PyObject *self, PyObject *args, PyObject *kw) {
+    qtkpy_shape sh;
+    int have, legacy;
+    if (burn_args(args, kw, "Scheme.to_burn_cbor", &sh, &have, &legacy)) return NULL;
+    unsigned char buf[512];
+    size_t n = 0;
+    qtk_status st = qtk_scheme_to_burn_cbor(&((qtkpy_SchemeObject *)self)->s, have ? sh.dims : NULL, have ? sh.rank : 0,
+                                            legacy ? QTK_BURN_LEGACY : QTK_BURN_CURRENT, buf, sizeof buf, &n);
+    if (st) return qtkpy_raise(st);
+    return PyBytes_FromStringAndSize((const char *)buf, (Py_ssize_t)n);
+}
+
+static PyObject *scheme_to_burn_json(PyObject *self, PyObject *args, PyObject *kw) {
+    qtkpy_shape sh;
+    int have, legacy;
+    if (burn_args(args, kw, "Scheme.to_burn_json", &sh, &have, &legacy)) return NULL;
+    char buf[1024];
+    qtk_status st = qtk_scheme_to_burn_json(&((qtkpy_SchemeObject *)self)->s, have ? sh.dims : NULL, have ? sh.rank : 0,
+                                            legacy ? QTK_BURN_LEGACY : QTK_BURN_CURRENT, buf, sizeof buf, NULL);
+    if (st) return qtkpy_raise(st);
+    return PyUnicode_FromString(buf);
+}
+
 static PyMethodDef scheme_methods[] = {
     {"bits_per_element", scheme_bits_per_element, METH_O,
      "bits_per_element(shape) -> float\n\nStorage bits per element of a tensor of this shape, scales, global and table included."},
@@ -280,6 +365,17 @@ static PyMethodDef scheme_methods[] = {
     {"layout", scheme_layout, METH_O,
      "layout(shape) -> dict\n\nEverything the scheme implies for this shape: block extents and grid per dimension, the "
      "number and dtype of scales, and the byte regions ([values][scales][offsets][global][table]) with their offsets."},
+    {"from_burn_cbor", (PyCFunction)(void (*)(void))scheme_from_burn_cbor, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Scheme.from_burn_cbor(data, table=None) -> Scheme\n\nBurn's QuantScheme as ciborium serializes it into burnpack "
+     "metadata (the scheme, or a whole {'QFloat': scheme} dtype), in either shape Burn has used. Burn's Lookup mode names "
+     "no table: give it as table=."},
+    {"from_burn_json", (PyCFunction)(void (*)(void))scheme_from_burn_json, METH_VARARGS | METH_KEYWORDS | METH_CLASS,
+     "Scheme.from_burn_json(text, table=None) -> Scheme\n\nBurn's QuantScheme as serde_json writes it, either shape."},
+    {"to_burn_cbor", (PyCFunction)(void (*)(void))scheme_to_burn_cbor, METH_VARARGS | METH_KEYWORDS,
+     "to_burn_cbor(shape=None, legacy=False) -> bytes\n\nBurn's QuantScheme in CBOR, byte for byte as ciborium writes it; "
+     "legacy=True: the shape before 2026-08-19. A '*' block dim needs the shape. qtk's extension is refused."},
+    {"to_burn_json", (PyCFunction)(void (*)(void))scheme_to_burn_json, METH_VARARGS | METH_KEYWORDS,
+     "to_burn_json(shape=None, legacy=False) -> str\n\nBurn's QuantScheme as serde_json writes it (compact)."},
     {"__reduce__", scheme_reduce, METH_NOARGS, NULL},
     {NULL, NULL, 0, NULL},
 };

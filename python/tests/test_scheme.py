@@ -115,3 +115,48 @@ def test_extension_fields():
     assert (lay["value_bytes"], lay["scale_bytes"], lay["offset_bytes"], lay["offsets_offset"]) == (8192, 256, 128, 8448)
     assert qtk.Scheme("u5,block=32:f16,offset=f16,store=ggml").preset == "q5_1"
     assert qtk.Scheme("nvfp4").offset is None and qtk.Scheme("nvfp4").super_block is None
+
+
+# BURNPACK.md section 2.6 (a): QuantScheme::default().with_value(Q4F).per_block([32], F16), the scheme alone
+BURN_Q4F_B32 = bytes.fromhex(
+    "a56576616c7565635134466573746f7265a1695061636b656455333200646d6f64656953796d6d65747269636674656e736f72f6"
+    "65626c6f636ba26473697a65a26773746f7261676585182001010101636c656e0165647479706563463136")
+
+
+def test_burn_serialized_schemes():
+    s = qtk.Scheme("q4f,block=32:f16")
+    assert s.to_burn_cbor() == BURN_Q4F_B32
+    assert qtk.Scheme.from_burn_cbor(BURN_Q4F_B32) == s
+    assert qtk.Scheme.from_burn_cbor(b"\xa1\x66QFloat" + BURN_Q4F_B32) == s  # the whole dtype
+    j = s.to_burn_json()
+    assert j == ('{"value":"Q4F","store":{"PackedU32":0},"mode":"Symmetric","tensor":null,'
+                 '"block":{"size":{"storage":[32,1,1,1,1],"len":1},"dtype":"F16"}}')
+    assert qtk.Scheme.from_burn_json(j) == s
+    old = s.to_burn_json(legacy=True)
+    assert '"param":"F16"' in old and '"level":{"Block":' in old
+    assert qtk.Scheme.from_burn_json(old) == s and qtk.Scheme.from_burn_cbor(s.to_burn_cbor(legacy=True)) == s
+    for spec in SCHEMES:
+        t = qtk.Scheme(spec)
+        if "*" in spec or t.mode == "lookup":
+            continue
+        assert qtk.Scheme.from_burn_cbor(t.to_burn_cbor()) == t, spec
+        assert qtk.Scheme.from_burn_json(t.to_burn_json(legacy=True)) == t, spec
+    # lookup: Burn names no table
+    nf4 = qtk.Scheme("nf4")
+    assert qtk.Scheme.from_burn_json(nf4.to_burn_json(), table="nf4") == nf4
+    with pytest.raises(qtk.Error, match="names no table") as e:
+        qtk.Scheme.from_burn_cbor(nf4.to_burn_cbor())
+    assert e.value.status == "QTK_E_SCHEME"
+    # '*' needs the shape; qtk's extension is not Burn's
+    w = qtk.Scheme("q8s,block=*:f32")
+    with pytest.raises(qtk.Error, match="give the tensor's shape"):
+        w.to_burn_cbor()
+    assert '"storage":[64,1,1,1,1]' in w.to_burn_json(shape=(4, 64))
+    with pytest.raises(qtk.Error, match="QtkQuant") as e:
+        qtk.Scheme("q4_k").to_burn_json()
+    assert e.value.status == "QTK_E_UNSUPPORTED"
+    with pytest.raises(qtk.Error, match="JSON") as e:
+        qtk.Scheme.from_burn_json("{")
+    assert e.value.status == "QTK_E_FORMAT"
+    with pytest.raises(qtk.Error, match="1 bytes follow"):
+        qtk.Scheme.from_burn_cbor(BURN_Q4F_B32 + b"\x00")
