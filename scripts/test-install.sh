@@ -80,5 +80,36 @@ repo="$(pwd)"
     { echo "test-install: the Python tests failed on the pip-installed package:" >&2; cat "$work/pytest.log" >&2; exit 1; }
 tail -1 "$work/pytest.log"
 
+# the Rust crate found the three ways build.rs looks for an installed qtk: QTK_DIR (static),
+# pkg-config (shared, with QTK_LINK=shared: the binary then needs libqtk_ckpt.so, found by
+# its rpath), QTK_LIB_DIR; each builds and runs the burn_q4 example (the build tree is hidden)
+if command -v cargo >/dev/null 2>&1; then
+    cp -R rust "$work/rust"
+    rm -rf "$work/rust/qtk/target"
+    for how in dir pkg-config lib-dir; do
+        case "$how" in
+        dir) env="QTK_DIR=$prefix" ;;
+        pkg-config) env="QTK_LINK=shared" ;;
+        lib-dir) env="QTK_LIB_DIR=$prefix/$libdir" ;;
+        esac
+        (cd "$work/rust/qtk" && env $env QTK_BUILD_DIR=/nonexistent CARGO_TARGET_DIR="$work/rust-$how" \
+            cargo run --offline --quiet --example burn_q4 >"$work/rust.log" 2>&1) ||
+            { echo "test-install: the Rust crate did not build against the installed qtk ($how):" >&2; cat "$work/rust.log" >&2; exit 1; }
+        grep -q "linear.weight" "$work/rust.log" || { echo "test-install: burn_q4 ($how):" >&2; cat "$work/rust.log" >&2; exit 1; }
+    done
+    ldd "$work/rust-pkg-config/debug/examples/burn_q4" | grep -q "libqtk_ckpt.so" ||
+        { echo "test-install: QTK_LINK=shared did not link libqtk_ckpt.so" >&2; exit 1; }
+    if ldd "$work/rust-dir/debug/examples/burn_q4" | grep -q "libqtk"; then
+        echo "test-install: the static Rust build needs a qtk library at run time" >&2; exit 1
+    fi
+    # nothing found (where no qtk is installed system-wide): a build error naming what to install
+    if env -u PKG_CONFIG_PATH pkg-config --exists qtk-ckpt; then :; elif (cd "$work/rust/qtk" && env -u PKG_CONFIG_PATH QTK_BUILD_DIR=/nonexistent CARGO_TARGET_DIR="$work/rust-none" \
+            cargo build --offline --quiet >"$work/rust.log" 2>&1); then
+        echo "test-install: the Rust crate built with no qtk to find" >&2; exit 1
+    elif ! grep -q "libqtk_ckpt and libqtk (static) were not found" "$work/rust.log"; then
+        echo "test-install: no clear build error without qtk:" >&2; cat "$work/rust.log" >&2; exit 1
+    fi
+fi
+
 echo "test-install: installed to a $libdir prefix; examples built and run through find_package and pkg-config;"
-echo "test-install: the Python package pip-installed against it and tested"
+echo "test-install: the Python package pip-installed against it and tested; the Rust crate built against it"

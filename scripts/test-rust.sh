@@ -38,6 +38,10 @@ if [ -x /usr/bin/cargo ] && [ -x /usr/bin/rustdoc ] && [ "$(/usr/bin/rustc --ver
     run_suite "Debian's: the crate's rust-version" /usr/bin "$build/rust-target-debian"
 fi
 
+echo "-- rustdoc: every public item documented, no broken links"
+(cd rust/qtk && RUSTDOCFLAGS="-D warnings" CARGO_TARGET_DIR="$build/rust-target" cargo doc --offline --no-deps --quiet) ||
+    { echo "test-rust: cargo doc has warnings" >&2; exit 1; }
+
 echo "-- the examples"
 (cd rust/qtk && CARGO_TARGET_DIR="$build/rust-target" cargo run --offline --quiet --example burn_q4) >"$work/ex1.txt"
 grep -q 'linear.weight \[16, 64\] q4s,block=32:f32 = {"value":"Q4S"' "$work/ex1.txt" ||

@@ -23,7 +23,7 @@ fn write_sample(path: &std::path::Path) -> qtk::Result<()> {
     let (out, inp) = (16usize, 64usize);
     let w: Vec<f32> = (0..out * inp).map(|i| ((i * 2654435761usize % 1000) as f32 - 500.0) / 5000.0).collect();
     let b: Vec<f32> = (0..out).map(|i| i as f32 / 100.0).collect();
-    let scheme = Scheme::default().with_value(QuantValue::Q4S).per_block(&[32], ScaleDtype::F32);
+    let scheme = Scheme::default().with_value(QuantValue::Q4S).per_block([32], ScaleDtype::F32);
     let t = qtk::quantize(&w, &[out, inp], &scheme, &Default::default())?;
     let mut wr = qtk::Writer::create(path, &qtk::WriteOptions { force: true, ..Default::default() })?;
     wr.add_tensor("linear.weight", &t)?;

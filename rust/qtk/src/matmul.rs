@@ -51,7 +51,7 @@ pub struct MatmulOptions<'a> {
 }
 
 impl<'a> MatmulOptions<'a> {
-    fn to_c(&self) -> Result<sys::qtk_matmul_options> {
+    fn to_c(self) -> Result<sys::qtk_matmul_options> {
         Ok(sys::qtk_matmul_options {
             layout: match self.layout {
                 MatmulLayout::Nk => sys::qtk_mm_layout_QTK_MM_NK,

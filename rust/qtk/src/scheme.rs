@@ -73,7 +73,7 @@ impl QuantValue {
     }
     /// Whether Burn's `QuantValue` has this variant (the first nine).
     pub fn is_burn(self) -> bool {
-        (self.to_c() as u32) <= sys::qtk_value_QTK_VALUE_E2M1
+        self.to_c() <= sys::qtk_value_QTK_VALUE_E2M1
     }
     pub(crate) fn to_c(self) -> sys::qtk_value {
         VALUES.iter().find(|(v, _)| *v == self).map(|(_, c)| *c).unwrap_or(0)
@@ -103,7 +103,7 @@ pub enum QuantStore {
 pub enum QuantMode {
     /// value = field × scale
     Symmetric,
-    /// value = table[field] × scale (the table is [`Scheme::table`]; Burn names none)
+    /// value = table\[field\] × scale (the table is [`Scheme::table`]; Burn names none)
     Lookup,
     /// qtk's extension: an offset per scale group ([`Scheme::offset`]; docs/affine.md)
     Affine,
@@ -251,7 +251,7 @@ pub struct SuperBlock {
 ///
 /// ```
 /// use qtk::{QuantValue, ScaleDtype, Scheme};
-/// let s = Scheme::default().with_value(QuantValue::Q4F).per_block(&[32], ScaleDtype::F16);
+/// let s = Scheme::default().with_value(QuantValue::Q4F).per_block([32], ScaleDtype::F16);
 /// assert_eq!(s.to_string(), "q4f,block=32:f16");
 /// assert_eq!("q4f,block=32:f16".parse::<Scheme>()?, s);
 /// assert_eq!(s.nbytes(&[64, 128])?, 64 * 128 / 2 + 64 * 4 * 2);
@@ -345,7 +345,7 @@ impl Scheme {
         Scheme::default()
             .with_value(QuantValue::E2M1)
             .with_store(QuantStore::PackedNative(0))
-            .per_block(&[16], ScaleDtype::UE4M3)
+            .per_block([16], ScaleDtype::UE4M3)
             .per_tensor(ScaleDtype::F32)
     }
 
@@ -354,17 +354,17 @@ impl Scheme {
         Scheme::default()
             .with_value(QuantValue::E2M1)
             .with_store(QuantStore::PackedNative(0))
-            .per_block(&[32], ScaleDtype::UE8M0)
+            .per_block([32], ScaleDtype::UE8M0)
     }
 
     /// MXFP8 (OCP): E4M3, one per byte, UE8M0 scales per 32.
     pub fn mxfp8() -> Scheme {
-        Scheme::default().with_value(QuantValue::E4M3).with_store(QuantStore::Native).per_block(&[32], ScaleDtype::UE8M0)
+        Scheme::default().with_value(QuantValue::E4M3).with_store(QuantStore::Native).per_block([32], ScaleDtype::UE8M0)
     }
 
     /// NF4 (bitsandbytes): a 4-bit lookup of the nf4 table, f32 scales per 64.
     pub fn nf4() -> Scheme {
-        Scheme::default().with_value(QuantValue::Q4F).with_table("nf4").per_block(&[64], ScaleDtype::F32)
+        Scheme::default().with_value(QuantValue::Q4F).with_table("nf4").per_block([64], ScaleDtype::F32)
     }
 
     /// Sets the value type.

@@ -36,7 +36,7 @@ fn burn_quantize_with_given_scale() {
 
 #[test]
 fn burnpack_cbor_worked_examples() {
-    let a = Scheme::default().with_value(QuantValue::Q4F).per_block(&[32], ScaleDtype::F16);
+    let a = Scheme::default().with_value(QuantValue::Q4F).per_block([32], ScaleDtype::F16);
     let c = a.to_burn_cbor().unwrap();
     assert_eq!(hex(&c), HEX_A[16..]);
     assert_eq!(c.len(), 95);
@@ -74,7 +74,7 @@ fn presets_and_fields_mirror_burn() {
     assert_eq!(n.store, QuantStore::PackedNative(0));
     assert_eq!(n.mode, QuantMode::Symmetric);
     assert_eq!(n.tensor, Some(ScaleDtype::F32));
-    assert_eq!(n.block, Some(BlockScale { size: BlockSize::new(&[16]), dtype: ScaleDtype::UE4M3 }));
+    assert_eq!(n.block, Some(BlockScale { size: BlockSize::new([16]), dtype: ScaleDtype::UE4M3 }));
     for (name, s) in [("nvfp4", Scheme::nvfp4()), ("mxfp4", Scheme::mxfp4()), ("mxfp8", Scheme::mxfp8()), ("nf4", Scheme::nf4())] {
         assert_eq!(Scheme::preset(name).unwrap(), s, "{}", name);
         assert_eq!(s.preset_name(), Some(name));
@@ -94,7 +94,7 @@ fn presets_and_fields_mirror_burn() {
 #[test]
 fn both_serialized_shapes() {
     let legacy = r#"{"value":"Q4F","param":"F16","store":{"PackedU32":0},"level":{"Block":{"storage":[32,1,1,1,1],"len":1}},"mode":"Symmetric"}"#;
-    let s = Scheme::default().with_value(QuantValue::Q4F).per_block(&[32], ScaleDtype::F16);
+    let s = Scheme::default().with_value(QuantValue::Q4F).per_block([32], ScaleDtype::F16);
     assert_eq!(Scheme::from_burn_json_form(legacy).unwrap(), (s.clone(), BurnForm::Legacy));
     assert_eq!(s.to_burn_json_with(None, BurnForm::Legacy).unwrap(), legacy);
     let cb = s.to_burn_cbor_with(None, BurnForm::Legacy).unwrap();
@@ -130,7 +130,7 @@ fn both_serialized_shapes() {
 fn burnpack_with_a_q4s_block32_tensor() {
     let dir = scratch("burn-q4s");
     let path = dir.join("model.bpk");
-    let s = Scheme::default().with_value(QuantValue::Q4S).per_block(&[32], ScaleDtype::F32);
+    let s = Scheme::default().with_value(QuantValue::Q4S).per_block([32], ScaleDtype::F32);
     let x = weights(&[64, 96], 9);
     let t = qtk::quantize(&x, &[64, 96], &s, &Default::default()).unwrap();
     let bias: Vec<f32> = (0..64).map(|i| i as f32 / 64.0).collect();

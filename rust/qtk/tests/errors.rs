@@ -26,9 +26,9 @@ fn schemes() {
     let mut s = Scheme::nvfp4();
     s.store = qtk::QuantStore::PackedU32(9);
     err(s.validate(), Status::SCHEME, "packing dimension 9");
-    let s = Scheme::default().per_block(&[1, 2, 3, 4, 5, 6], qtk::ScaleDtype::F16);
+    let s = Scheme::default().per_block([1, 2, 3, 4, 5, 6], qtk::ScaleDtype::F16);
     err(s.nbytes(&[8, 8]), Status::SCHEME, "1 to 5 dims");
-    let s = Scheme::default().per_block(&[70000], qtk::ScaleDtype::F16);
+    let s = Scheme::default().per_block([70000], qtk::ScaleDtype::F16);
     err(s.validate(), Status::SCHEME, "70000");
     let s = Scheme::default().with_table("a-table-name-that-is-far-too-long-for-qtk");
     err(s.validate(), Status::SCHEME, "at most 31 bytes");

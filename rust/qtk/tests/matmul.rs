@@ -6,6 +6,7 @@ use qtk::{MatmulLayout, MatmulOptions, Precision, Scheme};
 
 /// |y - y*| <= γ(K+1) (Σ|x w'| + |b|) + K 2^-149, y* exact (f64 here; K small enough that f64
 /// is exact to far below the bound).
+#[allow(clippy::too_many_arguments)]
 fn check_exact(w: &[f32], x: &[f32], b: &[f32], y: &[f32], m: usize, n: usize, k: usize, what: &str) {
     let u = 2f64.powi(-24);
     let g = (k + 1) as f64 * u / (1.0 - (k + 1) as f64 * u);
