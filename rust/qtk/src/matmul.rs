@@ -104,8 +104,9 @@ pub fn matmul_into(w: &Tensor, x: &[f32], m: usize, y: &mut [f32], opts: &Matmul
     if x.len() != want_x {
         return Err(Error::new(Status::LENGTH, format!("x holds {} values; M = {} rows of K = {} take {}", x.len(), m, k, want_x)));
     }
-    if y.len() != m * n {
-        return Err(Error::new(Status::LENGTH, format!("y holds {} values; M × N = {}", y.len(), m * n)));
+    let want_y = m.checked_mul(n).ok_or_else(|| Error::new(Status::SHAPE, "M × N overflows"))?;
+    if y.len() != want_y {
+        return Err(Error::new(Status::LENGTH, format!("y holds {} values; M × N = {}", y.len(), want_y)));
     }
     let bias = match opts.bias {
         Some(b) if b.len() != n => return Err(Error::new(Status::LENGTH, format!("the bias holds {} values; N = {}", b.len(), n))),
