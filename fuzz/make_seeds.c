@@ -137,6 +137,12 @@ static void burn_scheme_seeds(void) {
     put("burn_scheme", "json-qfloat", qfloat, strlen(qfloat));
     static const uint8_t qtkq[] = {0xa1, 0x68, 'Q', 't', 'k', 'Q', 'u', 'a', 'n', 't', 0x64, 'q', '4', '_', 'k'};
     put("burn_scheme", "cbor-qtkquant", qtkq, sizeof qtkq);
+    /* the first finding (a float where 'tensor' is read: libcbor asserted), kept as a seed */
+    static const uint8_t float_tensor[] = {0xa5, 0x65, 'v', 'a', 'l', 'u', 'e', 0x63, 'Q', '4', 'S', 0x65, 's', 't',
+                                           'o', 'r', 'e', 0x66, 'N', 'a', 't', 'i', 'v', 'e', 0x64, 'm', 'o', 'd',
+                                           'e', 0x66, 'L', 'o', 'o', 'k', 'u', 'p', 0x66, 't', 'e', 'n', 's', 'o',
+                                           'r', 0xfa, 0x65, 0x65, 0x64, 0x62, 0x42, 0x46, 0x31, 0x36};
+    put("burn_scheme", "finding-float-tensor", float_tensor, sizeof float_tensor);
 }
 
 /* ---- spec strings ---- */

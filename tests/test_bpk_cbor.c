@@ -272,6 +272,36 @@ static void decode_errors(void) {
         cb_text(&c, "len"), cb_u(&c, 1), cb_text(&c, "dtype"), cb_text(&c, "F32");
         CHECK_ERR(decode_hex_dtype(c.p, c.n, &dt), QTK_E_FORMAT, bad_blocks[k][1]);
     }
+    /* floats where a simple value (null, a bool) or a name is read: libcbor asserts when asked
+     * whether a float is null or a bool (the burn_scheme fuzzer's first finding), so qtk asks
+     * whether an item is a simple value first; each is a format error, not an abort */
+    for (int w = 0; w < 3; w++) {
+        c.n = 0;
+        cb_head(&c, 5, 1), cb_text(&c, "QFloat"), cb_head(&c, 5, 5);
+        cb_text(&c, "value"), cb_text(&c, "Q4S"), cb_text(&c, "store"), cb_text(&c, "Native");
+        cb_text(&c, "mode"), cb_text(&c, "Symmetric"), cb_text(&c, "tensor");
+        static const uint8_t floats[3][9] = {{0xf9, 0x3e, 0x00}, {0xfa, 0x3f, 0xc0, 0, 0}, {0xfb, 0x3f, 0xf8, 0, 0, 0, 0, 0, 0}};
+        cb_raw(&c, floats[w], w == 0 ? 3 : w == 1 ? 5 : 9);
+        cb_text(&c, "block"), cb_head(&c, 7, 22);
+        CHECK_ERR(decode_hex_dtype(c.p, c.n, &dt), QTK_E_FORMAT, "is not a ScaleDtype");
+        /* and as 'block' */
+        c.n = 0;
+        cb_head(&c, 5, 1), cb_text(&c, "QFloat"), cb_head(&c, 5, 5);
+        cb_text(&c, "value"), cb_text(&c, "Q4S"), cb_text(&c, "store"), cb_text(&c, "Native");
+        cb_text(&c, "mode"), cb_text(&c, "Symmetric"), cb_text(&c, "tensor"), cb_head(&c, 7, 22);
+        cb_text(&c, "block");
+        cb_raw(&c, floats[w], w == 0 ? 3 : w == 1 ? 5 : 9);
+        CHECK_ERR(decode_hex_dtype(c.p, c.n, &dt), QTK_E_FORMAT, "not a CBOR map");
+    }
+    {
+        static const uint8_t bool_float[] = {0xa1, 0x64, 'B', 'o', 'o', 'l', 0xf9, 0x3c, 0x00}; /* {"Bool": 1.0} */
+        struct cbor_load_result res;
+        cbor_item_t *it = cbor_load(bool_float, sizeof bool_float, &res);
+        CHECK(it != NULL);
+        qtk_ckpt_scalar sc;
+        if (it) CHECK_ERR(qtk__bpk_decode_scalar(it, &sc), QTK_E_FORMAT, "scalar Bool is not a bool");
+        if (it) cbor_decref(&it);
+    }
     /* a duplicate struct field */
     c.n = 0;
     cb_head(&c, 5, 1), cb_text(&c, "QFloat"), cb_head(&c, 5, 6);

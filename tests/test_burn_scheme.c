@@ -242,6 +242,16 @@ static void errors(void) {
         {"\"Q8F\"", QTK_E_FORMAT, "not a CBOR map"},
         {"", QTK_E_FORMAT, "Burn QuantScheme (JSON)"},
     };
+    /* the fuzzer's first finding: a float where 'tensor' is read (libcbor asserted); as CBOR and JSON */
+    static const uint8_t float_tensor[] = {0xa5, 0x65, 'v', 'a', 'l', 'u', 'e', 0x63, 'Q', '4', 'S', 0x65, 's', 't',
+                                           'o', 'r', 'e', 0x66, 'N', 'a', 't', 'i', 'v', 'e', 0x64, 'm', 'o', 'd',
+                                           'e', 0x66, 'L', 'o', 'o', 'k', 'u', 'p', 0x66, 't', 'e', 'n', 's', 'o',
+                                           'r', 0xfa, 0x65, 0x65, 0x64, 0x62, 0x42, 0x46, 0x31, 0x36};
+    CHECK_ERR(qtk_scheme_from_burn_cbor(float_tensor, sizeof float_tensor, &s, NULL), QTK_E_FORMAT, "");
+    const char *jf = "{\"value\":\"Q4S\",\"store\":\"Native\",\"mode\":\"Symmetric\",\"tensor\":1.5,\"block\":2.5}";
+    CHECK_ERR(qtk_scheme_from_burn_json(jf, strlen(jf), &s, NULL), QTK_E_FORMAT, "is not a ScaleDtype");
+    const char *jb = "{\"value\":\"Q4S\",\"store\":\"Native\",\"mode\":\"Symmetric\",\"tensor\":null,\"block\":2.5}";
+    CHECK_ERR(qtk_scheme_from_burn_json(jb, strlen(jb), &s, NULL), QTK_E_FORMAT, "not a CBOR map");
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_ERR(qtk_scheme_from_burn_json(bad[i].json, strlen(bad[i].json), &s, NULL), bad[i].st, bad[i].msg);
     /* a scheme Burn can say but qtk refuses: checked on decoding */

@@ -451,9 +451,16 @@ const cbor_item_t *qtk__cb_untag(const cbor_item_t *it) {
     return it;
 }
 
+/* libcbor's cbor_is_null / cbor_is_bool read the item's control value, which it asserts is
+ * not a float (an abort on a float such as `"tensor": 1.5`): ask whether it is a control first. */
+bool qtk__cb_is_ctrl(const cbor_item_t *it) {
+    it = qtk__cb_untag(it);
+    return it && cbor_isa_float_ctrl(it) && cbor_float_ctrl_is_ctrl(it);
+}
+
 bool qtk__cb_is_null(const cbor_item_t *it) {
     it = qtk__cb_untag(it);
-    return it && (cbor_is_null(it) || cbor_is_undef(it));
+    return qtk__cb_is_ctrl(it) && (cbor_is_null(it) || cbor_is_undef(it));
 }
 
 bool qtk__cb_uint(const cbor_item_t *it, uint64_t *v) {
@@ -796,7 +803,7 @@ qtk_status qtk__bpk_decode_scalar(const cbor_item_t *it, qtk_ckpt_scalar *out) {
         out->f = cbor_float_get_float(v);
     } else if (qtk__cb_is(key, "Bool")) {
         out->kind = QTK_SCALAR_BOOL;
-        if (!cbor_isa_float_ctrl(v) || !cbor_is_bool(v)) return qtk__err(QTK_E_FORMAT, "scalar Bool is not a bool");
+        if (!qtk__cb_is_ctrl(v) || !cbor_is_bool(v)) return qtk__err(QTK_E_FORMAT, "scalar Bool is not a bool");
         out->b = cbor_get_bool(v);
     } else {
         char b[64];

@@ -55,6 +55,9 @@ qtk_status qtk__cb_text(const cbor_item_t *it, qtk__arena *a, const char **out, 
 bool qtk__cb_is(const cbor_item_t *it, const char *lit);
 bool qtk__cb_uint(const cbor_item_t *it, uint64_t *v);
 bool qtk__cb_is_null(const cbor_item_t *it);
+/* true for a simple value (false, true, null, undefined, ...), false for a float or any
+ * other item: the test libcbor's cbor_is_null / cbor_is_bool need first. */
+bool qtk__cb_is_ctrl(const cbor_item_t *it);
 
 /* Burn's metadata map is sorted by key (a BTreeMap). The order the keys were declared in (a
  * GGUF file's KV order) rides along, when it is another, as the metadata entry

@@ -241,7 +241,7 @@ static json_t *cbor_to_json(const cbor_item_t *it) {
     }
     case CBOR_TYPE_STRING: return json_stringn((const char *)cbor_string_handle(it), cbor_string_length(it));
     case CBOR_TYPE_UINT: return json_integer((json_int_t)cbor_get_int(it));
-    case CBOR_TYPE_FLOAT_CTRL: return cbor_is_null(it) ? json_null() : NULL;
+    case CBOR_TYPE_FLOAT_CTRL: return qtk__cb_is_null(it) ? json_null() : NULL;
     default: return NULL;
     }
 }
