@@ -452,6 +452,74 @@ static void real_seeds(const char *data) {
     if (access(p, R_OK) == 0) gguf_rows(p, "real-rank3-1row.gguf", 1, false);
 }
 
+
+/* ---- importance matrices (GGUF and .dat) and conversion options (fuzz_rules' lines) ---- */
+
+static void dat(const char *name, const char *const *names, int n, int cols, int calls) {
+    uint8_t b[4096];
+    size_t at = 0;
+#define W32(v) (memcpy(b + at, &(int32_t){(int32_t)(v)}, 4), at += 4)
+    W32(n);
+    for (int e = 0; e < n; e++) {
+        W32(strlen(names[e]));
+        memcpy(b + at, names[e], strlen(names[e]));
+        at += strlen(names[e]);
+        W32(calls);
+        W32(cols);
+        for (int k = 0; k < cols; k++) {
+            float w = (float)(1 + (k * 7 + e) % 11);
+            memcpy(b + at, &w, 4);
+            at += 4;
+        }
+    }
+#undef W32
+    put("imatrix", name, b, at);
+}
+
+static void imatrix_seeds(void) {
+    static const char *const two[] = {"blk.0.attn_q.weight", "blk.0.ffn_down.weight"};
+    dat("dat-2x32", two, 2, 32, 2);
+    dat("dat-1x8-0calls", two, 1, 8, 0);
+    /* GGUF: per-expert sums and counts, and a dense entry */
+    qtk_writer *w = NULL;
+    float sums[2 * 8], cnt[2] = {2, 0}, one[1] = {5}, dense[8];
+    for (int k = 0; k < 16; k++) sums[k] = (float)(k + 1);
+    for (int k = 0; k < 8; k++) dense[k] = 10.0f;
+    size_t s16[2] = {2, 8}, s2[1] = {2}, s1[1] = {1}, s8[1] = {8};
+    char p[128];
+    snprintf(p, sizeof p, "/tmp/qtk-seeds-imatrix-%ld.gguf", (long)getpid());
+    if (qtk_writer_create(p, &(qtk_write_options){.force = 1}, &w) ||
+        qtk_writer_add_raw(w, "blk.3.ffn_up_exps.weight.in_sum2", QTK_ELEM_F32, s16, 2, sums) ||
+        qtk_writer_add_raw(w, "blk.3.ffn_up_exps.weight.counts", QTK_ELEM_F32, s2, 1, cnt) ||
+        qtk_writer_add_raw(w, "blk.3.attn_k.weight.in_sum2", QTK_ELEM_F32, s8, 1, dense) ||
+        qtk_writer_add_raw(w, "blk.3.attn_k.weight.counts", QTK_ELEM_F32, s1, 1, one) ||
+        qtk_writer_add_meta(w, "general.type", "imatrix") || qtk_writer_commit(w))
+        die(qtk_last_error());
+    seed_file("imatrix", "gguf-experts", p);
+    remove(p);
+}
+
+static void rules_seeds(void) {
+    /* first byte % 6: 0 scheme, 1 only, 2 skip, 3 mixture, else a rule */
+    static const char *const seeds[] = {
+        "0nvfp4\n4attn=q8s,block=32:f16\n4embed=keep\n4lm_head=none",
+        "0q4f,block=32:f16\n1layers\\.[0-9]+\\.\n2norm",
+        "3q4_k_m\n4ffn_down=q6_k",
+        "0none\n4(q|k|v)_proj=mxfp4\n4^model\\.embed=q8_0",
+        "4[=q8s\n0q9",
+        "3q4_k_x\n1(",
+    };
+    char name[32];
+    for (size_t i = 0; i < sizeof seeds / sizeof seeds[0]; i++) {
+        snprintf(name, sizeof name, "rules-%zu", i);
+        char b[256];
+        size_t n = strlen(seeds[i]);
+        memcpy(b, seeds[i], n);
+        /* the selector bytes: '0'..'5' are 48..53, whose residues mod 6 are 0..5 */
+        put("rules", name, b, n);
+    }
+}
+
 static void ckpt_seeds(const char *data) {
     snprintf(tmp, sizeof tmp, "/tmp/qtk-seeds-%ld", (long)getpid());
     mkdir(tmp, 0700);
@@ -527,5 +595,7 @@ int main(int argc, char **argv) {
     burn_scheme_seeds();
     npy_seeds();
     ckpt_seeds(argc > 2 ? argv[2] : NULL);
+    imatrix_seeds();
+    rules_seeds();
     return 0;
 }

@@ -451,6 +451,14 @@ static void convert_and_eval(void) {
     /* options checked before any file is touched */
     CHECK_ERR(qtk_convert_check(&(qtk_convert_options){.only = "("}), QTK_E_PARSE, "not a POSIX extended regular expression");
     CHECK_ERR(qtk_convert_check(&(qtk_convert_options){.scheme = "q9f"}), QTK_E_PARSE, "'q9f'");
+    /* regexes glibc would expand into gigabytes (the rules fuzzer's finding: "emod++++..."
+     * doubles per '+'), refused before regcomp; ordinary ones pass */
+    CHECK_ERR(qtk_convert_check(&(qtk_convert_options){.only = "emod++++++++++++++++++++++++++++++++++++"}), QTK_E_PARSE,
+              "adjacent repetition operators");
+    CHECK_ERR(qtk_convert_check(&(qtk_convert_options){.skip = "((a{20}){20}){20}"}), QTK_E_PARSE, "more than 4096 nodes");
+    CHECK_ERR(qtk_convert_check(&(qtk_convert_options){.rules = (const char *[]){"(x{100}){100}=q8s"}, .n_rules = 1}),
+              QTK_E_PARSE, "more than 4096 nodes");
+    CHECK_OK(qtk_convert_check(&(qtk_convert_options){.only = "model\\.layers\\.[0-9]+\\.(q|k|v)_proj", .skip = "[]a+]+x{1000}"}));
     CHECK_ERR(qtk_convert_check(&(qtk_convert_options){.n_rules = 1}), QTK_E_ARG, "1 rules but no rules array");
     CHECK_ERR(qtk_convert_check(&(qtk_convert_options){.dtype = QTK_DTYPE_E4M3}), QTK_E_ARG, "f32, f16 or bf16");
     CHECK_ERR(qtk_ckpt_convert(at("missing.bpk"), at("y.bpk"), NULL, NULL), QTK_E_IO, "missing.bpk");

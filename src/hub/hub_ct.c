@@ -19,6 +19,8 @@
  * values) with a notice. */
 #include "hub/hub_ct.h"
 
+#include "io/util.h"
+
 #include <regex.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,6 +69,11 @@ static qtk_status compile_targets(const qtk__hub *h, const json_t *arr, const ch
             char *pat = malloc(l + 4);
             if (!pat) return qtk__err(QTK_E_NOMEM, "out of memory");
             snprintf(pat, l + 4, "^(%s)", s + 3);
+            char why[160];
+            if (!qtk__regex_safe(pat, why, sizeof why)) {
+                free(pat);
+                return qtk__err(QTK_E_UNSUPPORTED, "'%s': %s[%zu] '%.200s' is refused: %s", h->config_file, what, i, s, why);
+            }
             int rc = regcomp(&t[i].re, pat, REG_EXTENDED | REG_NOSUB);
             free(pat);
             if (rc)

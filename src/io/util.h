@@ -20,4 +20,12 @@ bool qtk__has_suffix(const char *name, const char *suffix);
 /* Makes room for element n of *arr (capacity *cap elements of elem bytes), doubling. */
 bool qtk__grow(void **arr, size_t *cap, size_t n, size_t elem);
 
+/* Whether a POSIX extended regex is safe to give glibc's regcomp, which expands repetitions by
+ * copying subtrees: "a++++..." doubles per '+', "((a{255}){255}){255}" is 16 M nodes, and
+ * either takes gigabytes. Refuses adjacent repetition operators (undefined in POSIX ERE), an
+ * estimated expansion above 4096 nodes, and patterns over 1024 bytes; false with the reason
+ * in why. For the regexes users and checkpoint configs give (rules, only/skip, a
+ * compressed-tensors config's "re:" targets). */
+bool qtk__regex_safe(const char *pattern, char *why, size_t cap);
+
 #endif

@@ -26,6 +26,9 @@ void qtk__select_free(qtk__select *s) {
 }
 
 static qtk_status compile(regex_t *re, const char *pattern, const char *what) {
+    char why[160];
+    if (!qtk__regex_safe(pattern, why, sizeof why))
+        return qtk__err(QTK_E_PARSE, "%s '%.200s' is refused: %s", what, pattern, why);
     int rc = regcomp(re, pattern, REG_EXTENDED | REG_NOSUB);
     if (rc == 0) return QTK_OK;
     char msg[160];
