@@ -73,8 +73,9 @@ static qtk_status encode_item(const qtk_scheme *s, const size_t *shape, int rank
     char spec[256];
     if (!no_table && qtk_scheme_format(s, spec, sizeof spec, NULL) != QTK_OK) snprintf(spec, sizeof spec, "?");
     if (no_table) snprintf(spec, sizeof spec, "a lookup scheme without a table");
-    if (!qtk__bpk_burn_expressible(s) || (unsigned)s->value >= QTK_VALUE_U8 ||
-        (s->tensor_dtype != QTK_DTYPE_NONE && !qtk__bpk_scale_name(s->tensor_dtype)) ||
+    /* burn_expressible says value, mode and ggml; the dtypes, store range and rank are what
+     * validation would have said, for a lookup scheme without a table, which is not validated */
+    if (!qtk__bpk_burn_expressible(s) || (s->tensor_dtype != QTK_DTYPE_NONE && !qtk__bpk_scale_name(s->tensor_dtype)) ||
         (s->block_rank && !qtk__bpk_scale_name(s->block_dtype)) || (unsigned)s->store > QTK_STORE_PACKED ||
         s->block_rank > QTK_MAX_BLOCK_DIMS)
         return qtk__err(QTK_E_UNSUPPORTED,

@@ -267,12 +267,6 @@ impl Drop for Imatrix {
 pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>, opts: &ConvertOptions<'_>) -> Result<ConvertSummary> {
     let cin = path_arg(input.as_ref())?;
     let cout = path_arg(output.as_ref())?;
-    let scheme = opts.scheme.as_deref().map(|s| cstring(s, "the scheme")).transpose()?;
-    let rules: Vec<CString> = opts.rules.iter().map(|r| cstring(r, "a rule")).collect::<Result<_>>()?;
-    let rule_ptrs: Vec<*const std::os::raw::c_char> = rules.iter().map(|r| r.as_ptr()).collect();
-    let only = opts.only.as_deref().map(|s| cstring(s, "only")).transpose()?;
-    let skip = opts.skip.as_deref().map(|s| cstring(s, "skip")).transpose()?;
-    let mixture = opts.mixture.as_deref().map(|s| cstring(s, "the mixture")).transpose()?;
     let imatrix = match &opts.imatrix {
         None => Imatrix(std::ptr::null_mut()),
         Some(p) => {
@@ -284,34 +278,12 @@ pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>, opts: &Convert
         }
     };
     let mut ctx = Ctx { progress: opts.progress.as_ref(), plan: vec![], requantized: vec![], notices: vec![], panic: None };
-    let ptr_or_null = |c: &Option<CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-    let o = sys::qtk_convert_options {
-        scheme: ptr_or_null(&scheme),
-        rules: if rule_ptrs.is_empty() { std::ptr::null() } else { rule_ptrs.as_ptr() },
-        n_rules: rule_ptrs.len(),
-        only: ptr_or_null(&only),
-        skip: ptr_or_null(&skip),
-        min_elements: opts.min_elements,
-        dtype: match opts.dtype {
-            FloatType::F32 => sys::qtk_dtype_QTK_DTYPE_F32,
-            FloatType::F16 => sys::qtk_dtype_QTK_DTYPE_F16,
-            FloatType::BF16 => sys::qtk_dtype_QTK_DTYPE_BF16,
-        },
-        cast_floats: opts.cast_floats,
-        calibration: opts.calibration.to_c(),
-        input_layout: opts.input_layout.0,
-        format: Format::to_c(opts.format),
-        layout: opts.layout.0,
-        max_shard_bytes: opts.max_shard_bytes,
-        force: opts.force as c_int,
-        threads: threads_arg(opts.threads)?,
-        progress: Some(progress_tramp),
-        event: Some(event_tramp),
-        ctx: &mut ctx as *mut Ctx as *mut c_void,
-        cancel: std::ptr::null(),
-        imatrix: imatrix.0,
-        mixture: ptr_or_null(&mixture),
-    };
+    let mut args = c_options(opts)?;
+    args.raw.progress = Some(progress_tramp);
+    args.raw.event = Some(event_tramp);
+    args.raw.ctx = &mut ctx as *mut Ctx as *mut c_void;
+    args.raw.imatrix = imatrix.0;
+    let o = args.raw;
     // SAFETY: every pointer in o lives until the call returns; ctx is only used through the
     // callbacks, on this thread, during the call.
     let mut sum: sys::qtk_convert_summary = unsafe { std::mem::zeroed() };
@@ -340,25 +312,64 @@ pub fn convert(input: impl AsRef<Path>, output: impl AsRef<Path>, opts: &Convert
     })
 }
 
-/// Checks convert options (regexes, specs, layout) without touching a file.
-pub fn convert_check(opts: &ConvertOptions<'_>) -> Result<()> {
-    let scheme = opts.scheme.as_deref().map(|s| cstring(s, "the scheme")).transpose()?;
+/// The options as C: `raw` points into the strings, which live as long as this value (moving
+/// it moves no string data).
+struct COptions {
+    _strings: Vec<CString>,
+    _rules: Vec<*const std::os::raw::c_char>,
+    raw: sys::qtk_convert_options,
+}
+
+/// Every field of `qtk_convert_options` but the callbacks, their context and the imatrix.
+fn c_options(opts: &ConvertOptions<'_>) -> Result<COptions> {
+    let mut strings = Vec::new();
+    let mut opt = |v: &Option<String>, what: &str| -> Result<*const std::os::raw::c_char> {
+        Ok(match v {
+            None => std::ptr::null(),
+            Some(s) => {
+                strings.push(cstring(s, what)?);
+                strings[strings.len() - 1].as_ptr()
+            }
+        })
+    };
+    let (scheme, only, skip, mixture) =
+        (opt(&opts.scheme, "the scheme")?, opt(&opts.only, "only")?, opt(&opts.skip, "skip")?, opt(&opts.mixture, "the mixture")?);
     let rules: Vec<CString> = opts.rules.iter().map(|r| cstring(r, "a rule")).collect::<Result<_>>()?;
     let rule_ptrs: Vec<*const std::os::raw::c_char> = rules.iter().map(|r| r.as_ptr()).collect();
-    let only = opts.only.as_deref().map(|s| cstring(s, "only")).transpose()?;
-    let skip = opts.skip.as_deref().map(|s| cstring(s, "skip")).transpose()?;
-    let mixture = opts.mixture.as_deref().map(|s| cstring(s, "the mixture")).transpose()?;
-    let ptr_or_null = |c: &Option<CString>| c.as_ref().map_or(std::ptr::null(), |c| c.as_ptr());
-    // SAFETY: all-zero is valid; every pointer set lives until the call returns.
-    let mut o: sys::qtk_convert_options = unsafe { std::mem::zeroed() };
-    o.scheme = ptr_or_null(&scheme);
-    o.rules = if rule_ptrs.is_empty() { std::ptr::null() } else { rule_ptrs.as_ptr() };
-    o.n_rules = rule_ptrs.len();
-    o.only = ptr_or_null(&only);
-    o.skip = ptr_or_null(&skip);
-    o.mixture = ptr_or_null(&mixture);
-    o.calibration = opts.calibration.to_c();
-    o.input_layout = opts.input_layout.0;
-    o.layout = opts.layout.0;
-    check(unsafe { sys::qtk_convert_check(&o) })
+    strings.extend(rules);
+    let raw = sys::qtk_convert_options {
+        scheme,
+        rules: if rule_ptrs.is_empty() { std::ptr::null() } else { rule_ptrs.as_ptr() },
+        n_rules: rule_ptrs.len(),
+        only,
+        skip,
+        min_elements: opts.min_elements,
+        dtype: match opts.dtype {
+            FloatType::F32 => sys::qtk_dtype_QTK_DTYPE_F32,
+            FloatType::F16 => sys::qtk_dtype_QTK_DTYPE_F16,
+            FloatType::BF16 => sys::qtk_dtype_QTK_DTYPE_BF16,
+        },
+        cast_floats: opts.cast_floats,
+        calibration: opts.calibration.to_c(),
+        input_layout: opts.input_layout.0,
+        format: Format::to_c(opts.format),
+        layout: opts.layout.0,
+        max_shard_bytes: opts.max_shard_bytes,
+        force: opts.force as c_int,
+        threads: threads_arg(opts.threads)?,
+        progress: None,
+        event: None,
+        ctx: std::ptr::null_mut(),
+        cancel: std::ptr::null(),
+        imatrix: std::ptr::null(),
+        mixture,
+    };
+    Ok(COptions { _strings: strings, _rules: rule_ptrs, raw })
+}
+
+/// Checks convert options (regexes, specs, layout) without touching a file.
+pub fn convert_check(opts: &ConvertOptions<'_>) -> Result<()> {
+    let args = c_options(opts)?;
+    // SAFETY: every pointer in args.raw lives as long as args.
+    check(unsafe { sys::qtk_convert_check(&args.raw) })
 }
