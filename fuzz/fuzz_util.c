@@ -151,19 +151,29 @@ static bool same_bits_f32(const float *a, const float *b, size_t n, size_t *at) 
     FZ_CHECK((st) == QTK_OK || (fz_data_error(st) && qtk_last_error()[0]), "%s '%s': %s (%s)", what, name,      \
              qtk_status_name(st), qtk_last_error())
 
-size_t fz_ckpt_exercise(qtk_ckpt *c, size_t max_values) {
-    size_t n = qtk_ckpt_count(c), loaded = 0;
-    qtk_ckpt_facts facts;
-    qtk_ckpt_facts_of(c, &facts);
+size_t fz_ckpt_walk(qtk_ckpt *c, size_t size) {
+    qtk_ckpt_facts f;
+    qtk_ckpt_facts_of(c, &f);
+    FZ_CHECK(memchr(f.note, '\0', sizeof f.note) != NULL, "facts: the note is not terminated");
+    if (size) {
+        FZ_CHECK(f.file_bytes == size, "facts: %zu file bytes for an input of %zu", f.file_bytes, size);
+        FZ_CHECK(f.header_bytes <= size && f.data_start <= size, "facts: header %zu, data at %zu, input %zu",
+                 f.header_bytes, f.data_start, size);
+    }
     qtk_hub_info hi;
     qtk_ckpt_hub_info(c, &hi);
-    FZ_CHECK(hi.n_shards >= 1, "a checkpoint of %zu shards", hi.n_shards);
+    FZ_CHECK(hi.n_shards >= 1 && (!size || hi.n_shards == 1), "a checkpoint of %zu shards%s", hi.n_shards,
+             size ? " from one file in memory" : "");
     for (size_t i = 0; i < qtk_ckpt_meta_count(c); i++) {
         const char *k = NULL, *v = NULL;
         FZ_CHECK(qtk_ckpt_meta_at(c, i, &k, &v) == QTK_OK && k && v, "metadata %zu", i);
         FZ_CHECK(qtk_ckpt_meta_get(c, k) != NULL, "metadata key '%s' not found", k);
     }
-    for (size_t i = 0; i < qtk_ckpt_scalar_count(c); i++) FZ_CHECK(qtk_ckpt_scalar_at(c, i) != NULL, "scalar %zu", i);
+    for (size_t i = 0; i < qtk_ckpt_scalar_count(c); i++) {
+        const qtk_ckpt_scalar *s = qtk_ckpt_scalar_at(c, i);
+        FZ_CHECK(s && s->name && s->kind <= QTK_SCALAR_BOOL, "scalar %zu", i);
+    }
+    size_t n = qtk_ckpt_count(c);
     FZ_CHECK(qtk_ckpt_tensor_at(c, n) == NULL, "tensor_at(count) is not NULL");
     for (size_t i = 0; i < n; i++) {
         const qtk_ckpt_tensor *t = qtk_ckpt_tensor_at(c, i);
@@ -171,16 +181,33 @@ size_t fz_ckpt_exercise(qtk_ckpt *c, size_t max_values) {
         char type[256], shape[256];
         qtk_ckpt_type_string(t, type, sizeof type);
         qtk_shape_format(t->shape, t->rank, shape, sizeof shape);
+        FZ_CHECK(type[0] && shape[0], "tensor '%s': no type or shape string", t->name);
         size_t j = SIZE_MAX;
         FZ_CHECK(qtk_ckpt_find(c, t->name, &j) == QTK_OK && j == i, "tensor %zu '%s' is found at %zu", i, t->name, j);
         FZ_CHECK(qtk_ckpt_shard_of(c, i) < hi.n_shards, "tensor '%s' in shard %zu of %zu", t->name, qtk_ckpt_shard_of(c, i),
                  hi.n_shards);
-        (void)qtk_ckpt_offset_of(c, i);
+        size_t off = qtk_ckpt_offset_of(c, i);
+        FZ_CHECK(!size || off <= size, "tensor '%s' at offset %zu of %zu", t->name, off, size);
         if (t->quantized) {
             qtk_layout L;
             FZ_CHECK(qtk_layout_compute(&t->scheme, t->shape, t->rank, &L) == QTK_OK && L.total_bytes == t->nbytes,
                      "tensor '%s' (%s %s): %zu bytes, but its layout does not give that", t->name, type, shape, t->nbytes);
+        } else if (!t->value_shape) {
+            unsigned bits = qtk_elem_bits(t->elem);
+            FZ_CHECK(bits && t->nbytes == (t->numel / 8 * bits + (t->numel % 8 * bits + 7) / 8),
+                     "tensor '%s' (%s %s): %zu bytes for %zu elements of %u bits", t->name, type, shape, t->nbytes,
+                     t->numel, bits);
         }
+    }
+    return n;
+}
+
+size_t fz_ckpt_exercise(qtk_ckpt *c, size_t max_values) {
+    size_t n = fz_ckpt_walk(c, 0), loaded = 0;
+    qtk_hub_info hi;
+    qtk_ckpt_hub_info(c, &hi);
+    for (size_t i = 0; i < n; i++) {
+        const qtk_ckpt_tensor *t = qtk_ckpt_tensor_at(c, i);
         qtk_ckpt_view v;
         qtk_status st = qtk_ckpt_load(c, i, &v);
         CHECK_STATUS(st, "load", t->name);

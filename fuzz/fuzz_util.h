@@ -61,7 +61,13 @@ static inline uint64_t fz_next(uint64_t r) {
 /* The first 8 bytes of a 64-bit FNV-1a of the input: a stable choice for options. */
 uint64_t fz_hash(const uint8_t *p, size_t n);
 
-/* Every accessor of an open checkpoint: each tensor listed, found by name, loaded (bytes
+/* The table of an open checkpoint, nothing loaded: facts (within size, the input's length,
+ * when it was opened from memory; 0 otherwise), metadata found by key, scalars, and every
+ * tensor named, found at its own index, with type and shape strings, a shard in range, and
+ * a byte count its layout (quantized) or its element width (raw) gives. Returns the count. */
+size_t fz_ckpt_walk(qtk_ckpt *c, size_t size);
+
+/* Every accessor of an open checkpoint (fz_ckpt_walk first): each tensor listed, found by name, loaded (bytes
  * valid for its scheme), as a qtk_tensor equal to the view, copied, and read as values
  * (quantized and float tensors of at most max_values elements); metadata, scalars, facts,
  * Hub info. Statuses must be QTK_OK or a data error (FORMAT, VALUE, LENGTH, SHAPE,

@@ -24,18 +24,20 @@ else
 fi
 
 # The Python package (python/) and its tests: Debian's Python 3 with numpy, its headers,
-# pytest, and setuptools/wheel/pip for the pip-installed copy scripts/test-install.sh checks.
+# pytest, hypothesis (the property tests of the binding's argument parsing), and
+# setuptools/wheel/pip for the pip-installed copy scripts/test-install.sh checks.
 qtk_py=/usr/bin/python3
 if [ -x "$qtk_py" ]; then
     "$qtk_py" -c 'import numpy' 2>/dev/null || qtk_need="$qtk_need python3-numpy"
     "$qtk_py" -c 'import pytest' 2>/dev/null || qtk_need="$qtk_need python3-pytest"
+    "$qtk_py" -c 'import hypothesis' 2>/dev/null || qtk_need="$qtk_need python3-hypothesis"
     "$qtk_py" -c 'import setuptools' 2>/dev/null || qtk_need="$qtk_need python3-setuptools"
     "$qtk_py" -c 'import wheel' 2>/dev/null || qtk_need="$qtk_need python3-wheel"
     "$qtk_py" -m pip --version >/dev/null 2>&1 || qtk_need="$qtk_need python3-pip"
     [ -f "$("$qtk_py" -c 'import sysconfig; print(sysconfig.get_paths()["include"])' 2>/dev/null)/Python.h" ] ||
         qtk_need="$qtk_need python3-dev"
 else
-    qtk_need="$qtk_need python3 python3-dev python3-numpy python3-pytest python3-setuptools python3-wheel python3-pip"
+    qtk_need="$qtk_need python3 python3-dev python3-numpy python3-pytest python3-hypothesis python3-setuptools python3-wheel python3-pip"
 fi
 
 # The Rust crate (rust/qtk), for test.sh only (it sets QTK_DEPS_RUST=1): Debian's cargo and
