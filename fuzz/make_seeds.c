@@ -282,7 +282,10 @@ static void pack_dir(const char *name, const char *dir, uint8_t how) {
         snprintf(p, sizeof p, "%s/%s", dir, hub_names[i]);
         size_t n = 0;
         uint8_t *f = slurp(p, &n);
-        if (!f) continue;
+        if (!f) {
+            if (how == 1 && i >= 2 && i <= 4) die("a hub seed opened by its index lacks the index or one of two shards");
+            continue;
+        }
         if (n >= (1u << 21)) die("hub seed too large");
         b[at++] = (uint8_t)i;
         b[at++] = (uint8_t)n, b[at++] = (uint8_t)(n >> 8), b[at++] = (uint8_t)(n >> 16);
@@ -308,6 +311,78 @@ static void rm_dir(const char *dir) {
     }
     closedir(d);
     rmdir(dir);
+}
+
+/* Every element type the container at path holds, 2 x 4 of varied bit patterns each: the
+ * raw decoders a tensor of each type goes through. */
+static void elem_zoo(const char *path) {
+    static uint8_t bytes[2 * 4 * 8];
+    for (size_t i = 0; i < sizeof bytes; i++) bytes[i] = (uint8_t)(i * 37 + 11);
+    size_t shape[2] = {2, 4};
+    qtk_writer *w = NULL;
+    if (qtk_writer_create(path, &(qtk_write_options){.force = 1}, &w)) die(path);
+    for (int e = QTK_ELEM_NONE + 1; e < QTK_ELEM_COUNT_; e++) {
+        qtk_ckpt_tensor t = {.name = qtk_elem_name((qtk_elem)e), .elem = (qtk_elem)e, .rank = 2, .shape = shape};
+        if (qtk_writer_can_hold(w, &t, NULL, 0) && qtk_writer_add(w, &t, bytes)) die(path);
+    }
+    if (qtk_writer_commit(w)) die(path);
+}
+
+/* torchao's flattening of its tensor subclasses (qtk reads it, does not write it): an
+ * NVFP4Tensor [130, 64] with swizzled scales (tiles of 128 x 4), an MXTensor fp8 [4, 64] and a
+ * plain tensor, described in the metadata as torchao's safetensors support writes them */
+static uint8_t *quantized(const char *spec, const size_t *shape, size_t *n) {
+    qtk_scheme s;
+    qtk_layout L;
+    if (qtk_scheme_parse(spec, &s) || qtk_layout_compute(&s, shape, 2, &L)) die(spec);
+    float *x = malloc(L.numel * sizeof *x);
+    uint8_t *b = malloc(L.total_bytes);
+    uint64_t r = 5;
+    for (size_t i = 0; i < L.numel; i++) x[i] = rnd(&r);
+    if (!x || !b || qtk_quantize_into(x, shape, 2, &s, NULL, b, L.total_bytes)) die(spec);
+    free(x);
+    *n = L.total_bytes;
+    return b;
+}
+
+static void torchao_dir(const char *dir) {
+    mkdir(dir, 0755);
+    char p[800];
+    snprintf(p, sizeof p, "%s/model.safetensors", dir);
+    size_t nv_shape[2] = {130, 64}, mx_shape[2] = {4, 64}, nn, mn;
+    uint8_t *nv = quantized("nvfp4", nv_shape, &nn), *mx = quantized("mxfp8", mx_shape, &mn);
+    const size_t vb = 130 * 32, rows = 130, cols = 4;
+    static uint8_t swz[2 * 512];
+    for (size_t r = 0; r < rows; r++) /* byte 16b + 4a + c of tile (r / 128, c / 4) holds S[r][c] */
+        for (size_t c = 0; c < cols; c++) swz[(r / 128) * 512 + 16 * (r % 32) + 4 * ((r % 128) / 32) + c % 4] = nv[vb + r * cols + c];
+    static const uint16_t plain[4] = {0x3f80, 0x4000, 0x4040, 0x4080};
+    size_t s0[1] = {0}, s4[1] = {4}, ssw[2] = {64, 16}, smx[2] = {4, 64}, smxs[2] = {4, 2}, sq[2] = {130, 32};
+    qtk_writer *w = NULL;
+    if (qtk_writer_create(p, &(qtk_write_options){.force = 1}, &w) ||
+        qtk_writer_add_raw(w, "m.proj._weight_per_tensor_scale", QTK_ELEM_F32, s0, 0, nv + vb + rows * cols) ||
+        qtk_writer_add_raw(w, "norm.weight", QTK_ELEM_BF16, s4, 1, plain) ||
+        qtk_writer_add_raw(w, "m.proj._weight_scale", QTK_ELEM_F8_E4M3, ssw, 2, swz) ||
+        qtk_writer_add_raw(w, "m.up._weight_qdata", QTK_ELEM_F8_E4M3, smx, 2, mx) ||
+        qtk_writer_add_raw(w, "m.up._weight_scale", QTK_ELEM_F8_E8M0, smxs, 2, mx + 256) ||
+        qtk_writer_add_raw(w, "m.proj._weight_qdata", QTK_ELEM_U8, sq, 2, nv) || qtk_writer_add_meta(w, "format", "pt") ||
+        qtk_writer_add_meta(w, "tensor_names", "[\"m.proj.weight\"]") ||
+        qtk_writer_add_meta(w, "m.proj.weight",
+                            "{\"_type\": \"NVFP4Tensor\", \"_data\": {\"block_size\": 16, \"is_swizzled_scales\": true, "
+                            "\"orig_dtype\": {\"_type\": \"torch.dtype\", \"_data\": \"bfloat16\"}}, "
+                            "\"_tensor_data_names\": [\"qdata\", \"scale\", \"per_tensor_scale\"]}") ||
+        qtk_writer_add_meta(w, "m.up.weight",
+                            "{\"_type\": \"MXTensor\", \"_data\": {\"block_size\": 32, \"elem_dtype\": {\"_type\": "
+                            "\"torch.dtype\", \"_data\": \"float8_e4m3fn\"}, \"is_swizzled_scales\": false}}") ||
+        qtk_writer_add_meta(w, "norm.weight", "{\"_type\": \"Tensor\"}") || qtk_writer_commit(w))
+        die("torchao seed");
+    free(nv);
+    free(mx);
+    (void)nn, (void)mn;
+    snprintf(p, sizeof p, "%s/config.json", dir);
+    FILE *f = fopen(p, "w");
+    if (!f || fputs("{\"quantization_config\": {\"quant_method\": \"torchao\", \"quant_type\": {}}}\n", f) < 0 ||
+        fclose(f) != 0)
+        die(p);
 }
 
 /* ---- small subsets of the real files ---- */
@@ -548,6 +623,13 @@ static void ckpt_seeds(const char *data) {
         convert(st, tpath(name), gg[i], QTK_LAYOUT_AUTO, NULL, 0);
         seed_file("gguf", name, tpath(name));
     }
+    /* every element type each container holds */
+    static const char *const zoo[] = {"elems.safetensors", "elems.bpk", "elems.gguf"};
+    static const char *const zoo_h[] = {"safetensors", "burnpack", "gguf"};
+    for (size_t i = 0; i < 3; i++) {
+        elem_zoo(tpath(zoo[i]));
+        seed_file(zoo_h[i], zoo[i], tpath(zoo[i]));
+    }
     /* Hub layouts: one file (read by its tensor names) and a directory (with its configs) */
     static const struct {
         qtk_hub_layout l;
@@ -564,20 +646,29 @@ static void ckpt_seeds(const char *data) {
         {QTK_LAYOUT_GPTQ, "u3,block=32:f16,zero=u8,store=native", "layers"},
         {QTK_LAYOUT_AWQ, "u4,block=32:f16,zero=u8", "layers"},
         {QTK_LAYOUT_CT, "u4,block=32:bf16,zero=u8", NULL},
+        {QTK_LAYOUT_MODELOPT, "mxfp4", NULL},
+        {QTK_LAYOUT_MODELOPT, "e4m3,tensor=f32,store=native", NULL},
+        {QTK_LAYOUT_MODELOPT, "e4m3,block=128x128:f32,store=native", NULL},
+        {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:ue8m0,store=native", NULL},
+        {QTK_LAYOUT_CT, "e4m3,block=*:f32,store=native", NULL},
     };
     for (size_t i = 0; i < sizeof hub / sizeof hub[0]; i++) {
         char dir[64];
         snprintf(dir, sizeof dir, "hub-%zu", i);
-        convert(st, tpath(dir), hub[i].scheme, hub[i].l, hub[i].only, i == 4 || i == 7 ? 20000 : 0);
+        /* two of them sharded (and opened by their index) */
+        convert(st, tpath(dir), hub[i].scheme, hub[i].l, hub[i].only, i == 4 ? 6000 : i == 7 ? 4096 : 0);
         char p[800];
         snprintf(p, sizeof p, "%s/model.safetensors", tpath(dir));
-        snprintf(name, sizeof name, "%s-%s.safetensors", qtk_hub_layout_name(hub[i].l),
-                 i == 3 ? "nvfp4" : i == 8 ? "3bit" : i == 10 ? "zp" : "one");
+        snprintf(name, sizeof name, "%s-%zu.safetensors", qtk_hub_layout_name(hub[i].l), i);
         if (access(p, R_OK) == 0) seed_file("safetensors", name, p);
         snprintf(name, sizeof name, "%s-%zu", qtk_hub_layout_name(hub[i].l), i);
         pack_dir(name, tpath(dir), (uint8_t)(i == 4 || i == 7 ? 1 : 0));
         rm_dir(tpath(dir));
     }
+    torchao_dir(tpath("torchao"));
+    seed_file("safetensors", "torchao.safetensors", tpath("torchao/model.safetensors"));
+    pack_dir("torchao", tpath("torchao"), 0);
+    rm_dir(tpath("torchao"));
     if (data) real_seeds(data);
     rm_dir(tmp);
 }

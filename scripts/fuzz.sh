@@ -52,7 +52,12 @@ max_of() {
     esac
 }
 if [ "$1" = "--seeds" ]; then
-    for d in fuzz/corpus/*; do [ "$d" = fuzz/corpus/grown ] || rm -rf "$d"; done
+    # the generated seeds are replaced; the grown corpus and the inputs of fixed findings
+    # (crash-*, timeout-*, leak-*, oom-*: regression inputs) stay
+    for d in fuzz/corpus/*; do
+        [ "$d" = fuzz/corpus/grown ] && continue
+        find "$d" -type f ! -name 'crash-*' ! -name 'timeout-*' ! -name 'leak-*' ! -name 'oom-*' -delete
+    done
     if [ -d "$data" ]; then "$build/fuzz/fuzz_seeds" fuzz/corpus "$data"; else "$build/fuzz/fuzz_seeds" fuzz/corpus; fi
     du -sh fuzz/corpus/*
     exit 0
