@@ -9,6 +9,8 @@
 #if defined(__x86_64__) || defined(__i386__)
 #  include <cpuid.h>
 #  define QTK_X86 1
+#else
+#  define QTK_X86 0
 #endif
 
 static unsigned features;

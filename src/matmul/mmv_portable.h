@@ -207,14 +207,16 @@ MV_AI mvf mvf_max(mvf a, mvf b) {
 MV_AI mvi mvi_xor(mvi a, mvi b) { return a ^ b; }
 MV_AI mvi mvi_add(mvi a, mvi b) { return (mvi)((mvu_)a + (mvu_)b); }
 MV_AI mvi mvi_sub(mvi a, mvi b) { return (mvi)((mvu_)a - (mvu_)b); }
+/* Results built lane by lane start from {0}: GCC 12 for aarch64 otherwise warns that they
+ * may be used uninitialized (they are not; the zeroing folds away). */
 /* bytewise a - b, wrapping */
 MV_AI mvi mvi_sub8(mvi a, mvi b) {
-    mvb_ x = mv_b(a), y = mv_b(b), r;
+    mvb_ x = mv_b(a), y = mv_b(b), r = {0};
     MV_BYTES r[b_] = (int8_t)(uint8_t)((uint8_t)x[b_] - (uint8_t)y[b_]);
     return mv_i(r);
 }
 MV_AI mvi mvi_add16(mvi a, mvi b) {
-    mvh_ x = mv_h(a), y = mv_h(b), r;
+    mvh_ x = mv_h(a), y = mv_h(b), r = {0};
     for (int i = 0; i < 2 * MV_L; i++) r[i] = (int16_t)(uint16_t)((uint16_t)x[i] + (uint16_t)y[i]);
     return mv_ih(r);
 }
@@ -224,7 +226,7 @@ MV_AI mvi mvi_add16(mvi a, mvi b) {
 
 /* byte b of the result is t[c & 15] for c = byte b of codes (pshufb on a 16-entry table) */
 MV_AI mvi mvi_lookup16(mvi t, mvi codes) {
-    mvb_ tb = mv_b(t), cb = mv_b(codes), r;
+    mvb_ tb = mv_b(t), cb = mv_b(codes), r = {0};
     MV_BYTES r[b_] = tb[cb[b_] & 15];
     return mv_i(r);
 }
@@ -282,19 +284,19 @@ MV_AI mvi mvi_madd1(mvi v) {
     return r;
 }
 MV_AI mvi mvi_abs8(mvi v) {
-    mvb_ b = mv_b(v), r;
+    mvb_ b = mv_b(v), r = {0};
     MV_BYTES r[b_] = (int8_t)(uint8_t)(b[b_] < 0 ? -(int)b[b_] : b[b_]);
     return mv_i(r);
 }
 /* psignb: a negated where b < 0, zeroed where b == 0 */
 MV_AI mvi mvi_sign8(mvi a, mvi b) {
-    mvb_ x = mv_b(a), y = mv_b(b), r;
+    mvb_ x = mv_b(a), y = mv_b(b), r = {0};
     MV_BYTES r[b_] = y[b_] < 0 ? (int8_t)(uint8_t)(-(int)x[b_]) : y[b_] == 0 ? 0 : x[b_];
     return mv_i(r);
 }
 /* bytes of w with any bit of c set */
 MV_AI mvm8 mvi_test8(mvi w, int8_t c) {
-    mvb_ b = mv_b(w), r;
+    mvb_ b = mv_b(w), r = {0};
     MV_BYTES r[b_] = (b[b_] & c) ? -1 : 0;
     return mv_i(r);
 }

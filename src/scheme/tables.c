@@ -3,6 +3,7 @@
 
 #include <ctype.h>
 #include <pthread.h>
+#include <stdlib.h>
 
 #define QTK_MAX_TABLES 64
 
