@@ -331,7 +331,7 @@ static void elem_zoo(const char *path) {
 /* torchao's flattening of its tensor subclasses (qtk reads it, does not write it): an
  * NVFP4Tensor [130, 64] with swizzled scales (tiles of 128 x 4), an MXTensor fp8 [4, 64] and a
  * plain tensor, described in the metadata as torchao's safetensors support writes them */
-static uint8_t *quantized(const char *spec, const size_t *shape, size_t *n) {
+static uint8_t *quantized(const char *spec, const size_t *shape) {
     qtk_scheme s;
     qtk_layout L;
     if (qtk_scheme_parse(spec, &s) || qtk_layout_compute(&s, shape, 2, &L)) die(spec);
@@ -341,7 +341,6 @@ static uint8_t *quantized(const char *spec, const size_t *shape, size_t *n) {
     for (size_t i = 0; i < L.numel; i++) x[i] = rnd(&r);
     if (!x || !b || qtk_quantize_into(x, shape, 2, &s, NULL, b, L.total_bytes)) die(spec);
     free(x);
-    *n = L.total_bytes;
     return b;
 }
 
@@ -349,8 +348,8 @@ static void torchao_dir(const char *dir) {
     mkdir(dir, 0755);
     char p[800];
     snprintf(p, sizeof p, "%s/model.safetensors", dir);
-    size_t nv_shape[2] = {130, 64}, mx_shape[2] = {4, 64}, nn, mn;
-    uint8_t *nv = quantized("nvfp4", nv_shape, &nn), *mx = quantized("mxfp8", mx_shape, &mn);
+    size_t nv_shape[2] = {130, 64}, mx_shape[2] = {4, 64};
+    uint8_t *nv = quantized("nvfp4", nv_shape), *mx = quantized("mxfp8", mx_shape);
     const size_t vb = 130 * 32, rows = 130, cols = 4;
     static uint8_t swz[2 * 512];
     for (size_t r = 0; r < rows; r++) /* byte 16b + 4a + c of tile (r / 128, c / 4) holds S[r][c] */
@@ -377,7 +376,6 @@ static void torchao_dir(const char *dir) {
         die("torchao seed");
     free(nv);
     free(mx);
-    (void)nn, (void)mn;
     snprintf(p, sizeof p, "%s/config.json", dir);
     FILE *f = fopen(p, "w");
     if (!f || fputs("{\"quantization_config\": {\"quant_method\": \"torchao\", \"quant_type\": {}}}\n", f) < 0 ||
@@ -634,35 +632,35 @@ static void ckpt_seeds(const char *data) {
     static const struct {
         qtk_hub_layout l;
         const char *scheme, *only;
+        size_t shard; /* non-zero: written in two shards of at most this many bytes, opened by its index */
     } hub[] = {
-        {QTK_LAYOUT_GPT_OSS, "mxfp4", NULL},
-        {QTK_LAYOUT_MODELOPT, "nvfp4", NULL},
-        {QTK_LAYOUT_CT, "q4f,block=32:bf16", NULL},
-        {QTK_LAYOUT_CT, "nvfp4", NULL},
-        {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:f32,store=native", NULL},
-        {QTK_LAYOUT_BNB, "nf4", NULL},
-        {QTK_LAYOUT_MODELOPT, "e4m3,block=*:f32,store=native", NULL},
-        {QTK_LAYOUT_GPTQ, "u4,block=32:f16,zero=u8", "layers"},
-        {QTK_LAYOUT_GPTQ, "u3,block=32:f16,zero=u8,store=native", "layers"},
-        {QTK_LAYOUT_AWQ, "u4,block=32:f16,zero=u8", "layers"},
-        {QTK_LAYOUT_CT, "u4,block=32:bf16,zero=u8", NULL},
-        {QTK_LAYOUT_MODELOPT, "mxfp4", NULL},
-        {QTK_LAYOUT_MODELOPT, "e4m3,tensor=f32,store=native", NULL},
-        {QTK_LAYOUT_MODELOPT, "e4m3,block=128x128:f32,store=native", NULL},
-        {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:ue8m0,store=native", NULL},
-        {QTK_LAYOUT_CT, "e4m3,block=*:f32,store=native", NULL},
+        {QTK_LAYOUT_GPT_OSS, "mxfp4", NULL, 0},
+        {QTK_LAYOUT_MODELOPT, "nvfp4", NULL, 0},
+        {QTK_LAYOUT_CT, "q4f,block=32:bf16", NULL, 0},
+        {QTK_LAYOUT_CT, "nvfp4", NULL, 0},
+        {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:f32,store=native", NULL, 6000},
+        {QTK_LAYOUT_BNB, "nf4", NULL, 0},
+        {QTK_LAYOUT_MODELOPT, "e4m3,block=*:f32,store=native", NULL, 0},
+        {QTK_LAYOUT_GPTQ, "u4,block=32:f16,zero=u8", "layers", 4096},
+        {QTK_LAYOUT_GPTQ, "u3,block=32:f16,zero=u8,store=native", "layers", 0},
+        {QTK_LAYOUT_AWQ, "u4,block=32:f16,zero=u8", "layers", 0},
+        {QTK_LAYOUT_CT, "u4,block=32:bf16,zero=u8", NULL, 0},
+        {QTK_LAYOUT_MODELOPT, "mxfp4", NULL, 0},
+        {QTK_LAYOUT_MODELOPT, "e4m3,tensor=f32,store=native", NULL, 0},
+        {QTK_LAYOUT_MODELOPT, "e4m3,block=128x128:f32,store=native", NULL, 0},
+        {QTK_LAYOUT_DEEPSEEK, "e4m3,block=32x32:ue8m0,store=native", NULL, 0},
+        {QTK_LAYOUT_CT, "e4m3,block=*:f32,store=native", NULL, 0},
     };
     for (size_t i = 0; i < sizeof hub / sizeof hub[0]; i++) {
         char dir[64];
         snprintf(dir, sizeof dir, "hub-%zu", i);
-        /* two of them sharded (and opened by their index) */
-        convert(st, tpath(dir), hub[i].scheme, hub[i].l, hub[i].only, i == 4 ? 6000 : i == 7 ? 4096 : 0);
+        convert(st, tpath(dir), hub[i].scheme, hub[i].l, hub[i].only, hub[i].shard);
         char p[800];
         snprintf(p, sizeof p, "%s/model.safetensors", tpath(dir));
         snprintf(name, sizeof name, "%s-%zu.safetensors", qtk_hub_layout_name(hub[i].l), i);
         if (access(p, R_OK) == 0) seed_file("safetensors", name, p);
         snprintf(name, sizeof name, "%s-%zu", qtk_hub_layout_name(hub[i].l), i);
-        pack_dir(name, tpath(dir), (uint8_t)(i == 4 || i == 7 ? 1 : 0));
+        pack_dir(name, tpath(dir), hub[i].shard ? 1 : 0);
         rm_dir(tpath(dir));
     }
     torchao_dir(tpath("torchao"));

@@ -17,7 +17,7 @@ build="${QTK_COV_BUILD:-build-cov}"
 html=""
 case "${1:-}" in
 --html) html="${2:?--html needs a directory}" ;;
--h | --help) sed -n '2,13p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
 "") ;;
 *) echo "coverage.sh: unknown argument '$1' (see --help)" >&2; exit 2 ;;
 esac
@@ -33,28 +33,18 @@ cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInf
 cmake --build "$build" -j "$(nproc 2>/dev/null || echo 2)" >/dev/null
 
 all="$(scripts/fuzz.sh --list)"
-data=../shared/data
 prof="$build/profiles"
 rm -rf "$prof"
 mkdir -p "$prof"
 objects=""
 for name in $all; do
-    b="${name%_parse}"
-    seeds="fuzz/corpus/${b%_bytes}"
-    dirs="$seeds"
-    for d in "fuzz/corpus/grown/$name" "build-fuzz/corpus/$name"; do
-        [ -d "$d" ] && [ -n "$(ls "$d")" ] && dirs="$dirs $d"
+    # what fuzz.sh reads for it: the directories in one pass, the real files one by one
+    dirs="" files=""
+    for i in $(scripts/fuzz.sh --inputs "$name"); do
+        if [ -d "$i" ]; then [ -n "$(ls "$i")" ] && dirs="$dirs $i"; else files="$files $i"; fi
     done
-    real=""
-    case "$name" in
-    burnpack) real="burn/model.bpk" ;;
-    safetensors) real="burn/mnist.safetensors hub/hadamards.safetensors" ;;
-    gguf) real="ggml/types.gguf ggml/types_rank3.gguf" ;;
-    esac
-    files=""
-    for f in $real; do [ -f "$data/$f" ] && files="$files $data/$f"; done
-    # one pass over the directories (libFuzzer runs each input once and stops), then the
-    # real files, whole, as individual inputs
+    # libFuzzer runs each input of the directories once and stops (-runs=0); files given
+    # by name it runs as they are
     # shellcheck disable=SC2086
     LLVM_PROFILE_FILE="$prof/$name-%p.profraw" ASAN_OPTIONS=detect_leaks=0 \
         "$build/fuzz/fuzz_$name" -runs=0 -max_len=2097152 -timeout=60 $dirs >"$prof/$name.log" 2>&1 ||

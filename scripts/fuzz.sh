@@ -11,6 +11,7 @@
 #                                    beyond the seeds, 64 KiB at most each
 #   scripts/fuzz.sh --seeds          regenerate the checked-in seeds (fuzz/corpus) with qtk's writers
 #   scripts/fuzz.sh --list           the harnesses
+#   scripts/fuzz.sh --inputs NAME    the corpus directories and real files a run of NAME reads
 #
 # Harnesses: spec burn_scheme imatrix rules, the fast parsers burnpack_parse safetensors_parse
 # gguf_parse hub_parse tensor_bytes, and the deep ones tensor npy burnpack safetensors gguf hub
@@ -28,16 +29,6 @@ all="spec burn_scheme imatrix rules burnpack_parse safetensors_parse gguf_parse 
 build="${QTK_FUZZ_BUILD:-build-fuzz}" # another build directory: QTK_FUZZ_BUILD=build-fuzz2
 jobs="$(nproc 2>/dev/null || echo 2)"
 
-case "${1:-}" in
---list) echo "$all"; exit 0 ;;
-"" | -h | --help) sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
-esac
-
-command -v clang >/dev/null 2>&1 || . scripts/deps.sh
-cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQTK_FUZZ=ON \
-    -DQTK_BUILD_TESTS=OFF -DQTK_BUILD_CLI=OFF >/dev/null
-cmake --build "$build" -j "$jobs" >/dev/null
-
 data=../shared/data
 # the checked-in seeds a harness starts from (a fast harness shares its format's) and its
 # longest input
@@ -51,6 +42,33 @@ max_of() {
     *) echo 2097152 ;;
     esac
 }
+# the real files a deep harness reads whole (their subsets are in fuzz/corpus, which the fast
+# ones read with a 64 KiB limit)
+real_of() {
+    case "$1" in
+    burnpack) echo burn/model.bpk ;;
+    safetensors) echo burn/mnist.safetensors hub/hadamards.safetensors ;;
+    gguf) echo ggml/types.gguf ggml/types_rank3.gguf ;;
+    esac
+}
+
+case "${1:-}" in
+--list) echo "$all"; exit 0 ;;
+--inputs)
+    # what a run of NAME starts from, one path a line (scripts/coverage.sh replays it)
+    name="${2:?--inputs needs a harness}"
+    seeds_of "$name"
+    for d in "fuzz/corpus/grown/$name" "$build/corpus/$name"; do [ -d "$d" ] && echo "$d"; done
+    for f in $(real_of "$name"); do [ -f "$data/$f" ] && echo "$data/$f"; done
+    exit 0 ;;
+"" | -h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1 { sub(/^# ?/, ""); print }' "$0"; exit 0 ;;
+esac
+
+command -v clang >/dev/null 2>&1 || . scripts/deps.sh
+cmake -S . -B "$build" -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DQTK_FUZZ=ON \
+    -DQTK_BUILD_TESTS=OFF -DQTK_BUILD_CLI=OFF >/dev/null
+cmake --build "$build" -j "$jobs" >/dev/null
+
 if [ "$1" = "--seeds" ]; then
     # the generated seeds are replaced; the grown corpus and the inputs of fixed findings
     # (crash-*, timeout-*, leak-*, oom-*: regression inputs) stay
@@ -96,15 +114,7 @@ for name in $names; do
     mkdir -p "$work" "$real" "$art" "$grown"
     rm -f "$real"/*
     seeds="$(seeds_of "$name")" max="$(max_of "$name")"
-    # the real files, whole, for the deep harnesses (their subsets are in fuzz/corpus, which
-    # the fast ones read with a 64 KiB limit)
-    case "$name" in
-    burnpack) files="burn/model.bpk" ;;
-    safetensors) files="burn/mnist.safetensors hub/hadamards.safetensors" ;;
-    gguf) files="ggml/types.gguf ggml/types_rank3.gguf" ;;
-    *) files="" ;;
-    esac
-    for f in $files; do [ -f "$data/$f" ] && ln -s "$(cd "$data" && pwd)/$f" "$real/$(basename "$f")"; done
+    for f in $(real_of "$name"); do [ -f "$data/$f" ] && ln -s "$(cd "$data" && pwd)/$f" "$real/$(basename "$f")"; done
     runs=""
     [ -n "${QTK_FUZZ_RUNS:-}" ] && runs="-runs=$QTK_FUZZ_RUNS"
     echo "== fuzz $name for $secs s (seeds: $seeds$( [ -n "$(ls "$real")" ] && echo ", $data"))"
