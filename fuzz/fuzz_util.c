@@ -273,8 +273,25 @@ static bool path_exists(const char *p) {
     return stat(p, &sb) == 0;
 }
 
-/* Tensor i of a and its namesake in b: the same type and bytes, or (written as another type)
- * the same values. */
+/* Tensor i of a and tensor j of b hold the same bytes. */
+static void same_bytes(qtk_ckpt *a, size_t i, qtk_ckpt *b, size_t j, const char *ya, const char *yb, const char *out) {
+    const qtk_ckpt_tensor *ta = qtk_ckpt_tensor_at(a, i), *tb = qtk_ckpt_tensor_at(b, j);
+    uint8_t *x = malloc(ta->nbytes ? ta->nbytes : 1), *y = malloc(tb->nbytes ? tb->nbytes : 1);
+    FZ_CHECK(x && y, "out of memory");
+    FZ_CHECK(qtk_ckpt_read(a, i, x, ta->nbytes) == QTK_OK, "tensor '%s' no longer reads", ta->name);
+    qtk_status st = qtk_ckpt_read(b, j, y, tb->nbytes);
+    FZ_CHECK(st == QTK_OK, "tensor '%s' (%s) of '%s', which qtk wrote, does not read: %s", tb->name, yb, out,
+             qtk_last_error());
+    FZ_CHECK(ta->nbytes == tb->nbytes && (!ta->nbytes || memcmp(x, y, ta->nbytes) == 0),
+             "tensor '%s' (%s): other bytes in '%s'", ta->name, ya, out);
+    free(x);
+    free(y);
+}
+
+/* Tensor i of a and its namesake in b: the same type and bytes; or, written as another type,
+ * the same values (floats) or the same bytes (a raw non-float the output names by another
+ * type of its width: Burn's Bool(U8) and Bool(U32) are U8 and U32 in safetensors, as Burn's
+ * own store writes them). */
 static void compare_tensor(qtk_ckpt *a, size_t i, qtk_ckpt *b, const char *out) {
     const qtk_ckpt_tensor *ta = qtk_ckpt_tensor_at(a, i);
     size_t j = 0;
@@ -292,16 +309,12 @@ static void compare_tensor(qtk_ckpt *a, size_t i, qtk_ckpt *b, const char *out) 
         /* GGUF writes a scalar as [1], as ggml's writer does (docs/gguf.md) */
         same_shape |= ta->rank == 0 && tb->rank == 1 && tb->shape[0] == 1 && qtk_ckpt_format_of(b) == QTK_CKPT_GGUF;
         FZ_CHECK(same_shape, "tensor '%s' (%s): its shape changed in '%s'", ta->name, ya, out);
-        uint8_t *x = malloc(ta->nbytes ? ta->nbytes : 1), *y = malloc(tb->nbytes ? tb->nbytes : 1);
-        FZ_CHECK(x && y, "out of memory");
-        FZ_CHECK(qtk_ckpt_read(a, i, x, ta->nbytes) == QTK_OK, "tensor '%s' no longer reads", ta->name);
-        qtk_status st = qtk_ckpt_read(b, j, y, tb->nbytes);
-        FZ_CHECK(st == QTK_OK, "tensor '%s' (%s) of '%s', which qtk wrote, does not read: %s", tb->name, yb, out,
-                 qtk_last_error());
-        FZ_CHECK(ta->nbytes == tb->nbytes && (!ta->nbytes || memcmp(x, y, ta->nbytes) == 0),
-                 "tensor '%s' (%s): other bytes in '%s'", ta->name, ya, out);
-        free(x);
-        free(y);
+        same_bytes(a, i, b, j, ya, yb, out);
+        return;
+    }
+    if (!ta->quantized && !tb->quantized && !(qtk_elem_is_float(ta->elem) && qtk_elem_is_float(tb->elem)) &&
+        qtk_elem_bits(ta->elem) == qtk_elem_bits(tb->elem)) {
+        same_bytes(a, i, b, j, ya, yb, out);
         return;
     }
     /* written as another type (the format cannot hold the scheme; a decoded GGUF type): the
