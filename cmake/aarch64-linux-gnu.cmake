@@ -14,6 +14,15 @@ set(CMAKE_FIND_ROOT_PATH_MODE_PACKAGE ONLY)
 set(ENV{PKG_CONFIG_LIBDIR} /usr/lib/aarch64-linux-gnu/pkgconfig:/usr/share/pkgconfig)
 set(ENV{PKG_CONFIG_SYSROOT_DIR} /)
 find_program(QTK_QEMU_AARCH64 NAMES qemu-aarch64-static qemu-aarch64)
+# The loader and libc must come from one glibc build. The arm64 -dev packages bring Debian's
+# libc6:arm64 into /lib/aarch64-linux-gnu, and the host's ld.so.cache sends the guest there for
+# libc.so.6; taking the loader from the cross package (-L /usr/aarch64-linux-gnu) then pairs
+# two builds (2.36-8cross1 with 2.36-9+deb12u*), and the first pthread_create spins forever.
+# With the multiarch loader present, use it (no -L); otherwise the cross sysroot throughout.
 if(QTK_QEMU_AARCH64)
-  set(CMAKE_CROSSCOMPILING_EMULATOR ${QTK_QEMU_AARCH64} -L /usr/aarch64-linux-gnu)
+  if(EXISTS /lib/ld-linux-aarch64.so.1)
+    set(CMAKE_CROSSCOMPILING_EMULATOR ${QTK_QEMU_AARCH64})
+  else()
+    set(CMAKE_CROSSCOMPILING_EMULATOR ${QTK_QEMU_AARCH64} -L /usr/aarch64-linux-gnu)
+  endif()
 endif()

@@ -2,8 +2,9 @@
 # test.sh — builds qtk and runs every test: the layout check, optimised (Release) on the best
 # kernel level and on the portable reference, under AddressSanitizer + UndefinedBehaviorSanitizer
 # (GCC, then clang with its extra checks), the libFuzzer harnesses for a bounded time each
-# (QTK_FUZZ_SECONDS, 60 by default), an installed package used by the examples, and the Rust
-# crate against the Release build (scripts/test-rust.sh).
+# (QTK_FUZZ_SECONDS, 60 by default), the aarch64 cross build under qemu-user (scripts/test-arm64.sh),
+# an installed package used by the examples, and the Rust crate against the Release build
+# (scripts/test-rust.sh).
 set -eu
 cd "$(dirname "$0")/.."
 QTK_DEPS_RUST=1
@@ -45,6 +46,9 @@ TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j 
 
 echo "== libFuzzer harnesses (clang, ASan + UBSan), ${QTK_FUZZ_SECONDS:-60} s each: any finding fails"
 ./scripts/fuzz.sh all "${QTK_FUZZ_SECONDS:-60}"
+
+echo "== aarch64: cross-compiled with warnings as errors, the suite under qemu-aarch64 (best level, then QTK_ISA=scalar)"
+./scripts/test-arm64.sh
 
 echo "== install into a multiarch prefix; examples/ built against it (find_package, pkg-config)"
 ./scripts/test-install.sh
