@@ -60,7 +60,7 @@ static const char *const families[] = {
 };
 #define N_FAMILIES (sizeof families / sizeof families[0])
 
-static qtk_isa levels[4];
+static qtk_isa levels[5];
 static int n_levels;
 
 int LLVMFuzzerInitialize(int *argc, char ***argv) {

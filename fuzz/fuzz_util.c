@@ -110,11 +110,12 @@ void fz_check_no_temporaries(const char *dir) {
 
 int fz_isa_levels(qtk_isa *levels) {
     int n = 0;
-    qtk_isa best = qtk_detect_isa();
-    levels[n++] = QTK_ISA_SCALAR;
-    levels[n++] = QTK_ISA_PORTABLE;
-    if (best >= QTK_ISA_AVX2) levels[n++] = QTK_ISA_AVX2;
-    if (best >= QTK_ISA_AVX512) levels[n++] = QTK_ISA_AVX512;
+    const qtk_isa all[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
+    qtk_isa was = qtk_get_isa();
+    for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+        if (qtk_set_isa(all[i]) == QTK_OK) levels[n++] = all[i];
+    qtk_clear_error();
+    qtk_set_isa(was);
     return n;
 }
 

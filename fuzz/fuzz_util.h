@@ -39,7 +39,7 @@ void fz_clear_dir(const char *dir);
 /* Fails if a temporary output (".qtk-tmp-") is left anywhere under dir. */
 void fz_check_no_temporaries(const char *dir);
 
-/* The kernel levels this machine runs, scalar first. */
+/* The kernel levels this machine runs, scalar first (at most 5). */
 int fz_isa_levels(qtk_isa *levels);
 
 /* Reads input bytes front to back; past the end it yields zeros. */

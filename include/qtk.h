@@ -425,18 +425,21 @@ typedef enum qtk_isa {
     QTK_ISA_SCALAR,    /* portable C, one element at a time: the reference */
     QTK_ISA_PORTABLE,  /* portable C vectors (compiler vector extensions): any CPU */
     QTK_ISA_AVX2,      /* x86-64 AVX2 + FMA + F16C */
-    QTK_ISA_AVX512     /* x86-64 AVX-512 F/BW/DQ/VL (VBMI, VNNI used when present) */
+    QTK_ISA_AVX512,    /* x86-64 AVX-512 F/BW/DQ/VL (VBMI, VNNI used when present) */
+    QTK_ISA_NEON       /* 64-bit ARM Advanced SIMD (the dot product, sdot, used when present) */
 } qtk_isa;
 
 /* Forces a level for this process (QTK_ISA_AUTO restores detection). A level the CPU or the
  * build lacks is an error (QTK_E_UNSUPPORTED). The environment variable QTK_ISA
- * (scalar|portable|avx2|avx512) sets the initial level. */
+ * (scalar|portable|avx2|avx512|neon) sets the initial level. Levels are ordered within an
+ * architecture only: x86 builds have scalar < portable < avx2 < avx512, ARM builds
+ * scalar < portable < neon. */
 QTK_API qtk_status qtk_set_isa(qtk_isa isa);
 /* The level in use. */
 QTK_API qtk_isa qtk_get_isa(void);
 /* The best level this CPU and build support. */
 QTK_API qtk_isa qtk_detect_isa(void);
-QTK_API const char *qtk_isa_name(qtk_isa isa); /* "scalar", "portable", "avx2", "avx512", "auto" */
+QTK_API const char *qtk_isa_name(qtk_isa isa); /* "scalar", "portable", "avx2", "avx512", "neon", "auto" */
 
 /* Default thread count for operations (0 = number of available cores). */
 QTK_API void qtk_set_threads(int n);

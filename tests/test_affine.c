@@ -409,7 +409,7 @@ static void invariance(void) {
     enum { R = 24, C = 1024 };
     float *x = data(R * C, 77, 1);
     size_t sh[2] = {R, C};
-    static const qtk_isa isas[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512};
+    static const qtk_isa isas[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
     for (size_t i = 0; i < N_PRESETS; i++) {
         qtk_scheme s;
         CHECK_OK(qtk_scheme_parse(PRESETS[i], &s));

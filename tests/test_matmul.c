@@ -231,7 +231,8 @@ static qtk_status run(const problem *p, qtk_precision prec, int threads, float *
     return qtk_matmul(p->t, p->x, QTK_DTYPE_F32, p->M, p->K, p->bias, y, p->N, &o);
 }
 
-static const qtk_isa ISAS[] = {QTK_ISA_SCALAR, QTK_ISA_AVX2, QTK_ISA_AVX512};
+static const qtk_isa ISAS[] = {QTK_ISA_SCALAR, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
+#define N_ISAS (sizeof ISAS / sizeof ISAS[0])
 
 /* Kernel configurations: ISA level, test hooks, CPU features withheld, and the portable body
  * at another width in place of the level's kernels. */
@@ -269,6 +270,13 @@ static const config CONFIGS[] = {
     {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, 0, NULL},
     {QTK_ISA_AVX512, QTK__MM_HOOK_INT_ANY_M, QTK_CPU_AVX512VNNI, NULL},
     {QTK_ISA_AVX512, QTK__MM_HOOK_NO_TERN, 0, NULL},
+    /* AArch64: sdot where the CPU has it, smull + sadalp without (INT_MAD, or the feature withheld) */
+    {QTK_ISA_NEON, 0, 0, NULL},
+    {QTK_ISA_NEON, QTK__MM_HOOK_INT_MAD, 0, NULL},
+    {QTK_ISA_NEON, QTK__MM_HOOK_INT_ANY_M, QTK_CPU_DOTPROD, NULL},
+    {QTK_ISA_NEON, QTK__MM_HOOK_GENERIC, 0, NULL},
+    {QTK_ISA_NEON, QTK__MM_HOOK_NO_FUSED, 0, NULL},
+    {QTK_ISA_NEON, QTK__MM_HOOK_FUSED, 0, NULL},
 };
 #define N_CONFIGS (sizeof CONFIGS / sizeof CONFIGS[0])
 
@@ -592,7 +600,7 @@ static void padding_and_nan_fields(void) {
         size_t shape[2] = {p.N, p.K};
         CHECK_OK(qtk_tensor_from_bytes(dirty, len, shape, 2, &p.s, &t2));
         float *y1 = malloc(15 * sizeof(float)), *y2 = malloc(15 * sizeof(float));
-        for (size_t ii = 0; ii < 3; ii++) {
+        for (size_t ii = 0; ii < N_ISAS; ii++) {
             if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
             qtk_matmul_options o = {QTK_MM_NK, QTK_PRECISION_EXACT, 1};
             CHECK_OK(qtk_matmul(p.t, p.x, QTK_DTYPE_F32, 3, 37, NULL, y1, 5, &o));
@@ -611,7 +619,7 @@ static void padding_and_nan_fields(void) {
             dirty[1 * row_bytes + 5] = 0x7f;
             qtk_tensor *t3 = NULL;
             CHECK_OK(qtk_tensor_from_bytes(dirty, len, shape, 2, &p.s, &t3));
-            for (size_t ii = 0; ii < 3 && t3; ii++) {
+            for (size_t ii = 0; ii < N_ISAS && t3; ii++) {
                 if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
                 CHECK_OK(qtk_matmul(t3, p.x, QTK_DTYPE_F32, 3, 37, NULL, y1, 5, NULL));
                 for (size_t m = 0; m < 3; m++)
@@ -649,7 +657,7 @@ static void e4m3_huge_scales(void) {
     CHECK_OK(qtk_quantize(w, shape, 2, &s, &qo, &t));
     float wd[6 * 96];
     CHECK_OK(qtk_dequantize(t, QTK_DTYPE_F32, wd, N * K));
-    for (size_t ii = 0; ii < 3 && t; ii++) {
+    for (size_t ii = 0; ii < N_ISAS && t; ii++) {
         if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
         CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, M, K, NULL, y, N, NULL));
         for (size_t m = 0; m < M; m++)
@@ -676,7 +684,7 @@ static void dense_f32(void) {
         float *w = malloc(N * K * 4), *x = malloc(M * K * 4), *y = malloc(M * N * 4);
         for (size_t i = 0; i < N * K; i++) w[i] = trand_normal(&s);
         for (size_t i = 0; i < M * K; i++) x[i] = trand_normal(&s);
-        for (size_t ii = 0; ii < 3; ii++) {
+        for (size_t ii = 0; ii < N_ISAS; ii++) {
             if (qtk_set_isa(ISAS[ii]) != QTK_OK) continue;
             qtk_matmul_options o = {(qtk_mm_layout)lay, QTK_PRECISION_EXACT, 2};
             CHECK_OK(qtk_matmul_f32(w, x, QTK_DTYPE_F32, M, K, NULL, y, N, &o));
@@ -748,7 +756,7 @@ static void allocation_failure(void) {
         {"nvfp4", QTK_MM_KN, 20, QTK_PRECISION_EXACT, QTK_DTYPE_F32, 0, true},                  /* kn tiled */
     };
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
-        for (int isa = 0; isa < 3; isa++) {
+        for (size_t isa = 0; isa < N_ISAS; isa++) {
             if (qtk_set_isa(ISAS[isa]) != QTK_OK) continue;
             problem p;
             if (!problem_init(&p, cases[ci].spec, cases[ci].lay, cases[ci].m, 40, 96, true, 9)) continue;
@@ -960,6 +968,83 @@ static void thread_invariance(void) {
             }
 }
 
+/* The integer path's flavours give the same bits at one vector width: every dot product
+ * (vpdpbusd, vpmaddubsw by offset, xor or sign, the multiply-free ternary kernel; NEON's
+ * sdot and smull/sadalp; the portable lane loops) makes the same exact integer sums, scaled
+ * and added in the same order. Widths differ in how lanes are grouped, and the x86
+ * vocabularies add a vector's lanes in another order than the portable one, so each family
+ * of a width is compared with itself: the portable vocabulary at 4 lanes (portable, neon
+ * with and without the dot product), 8 and 16 (the test builds of the body), and x86 at 8
+ * (avx2, with and without VNNI, each flavour) and 16 (avx512 likewise). The multiply-free
+ * ternary kernel sums 32 fields a 64-bit lane, another grouping: it is a family of its own. */
+static unsigned config_lanes(const config *cf) {
+    if (cf->body) return cf->body->lanes;
+    return cf->isa == QTK_ISA_AVX512 ? 16 : cf->isa == QTK_ISA_AVX2 ? 8 : 4;
+}
+/* the family: its width, + 32 for the portable vocabulary, + 64 for the ternary kernel
+ * (2-bit integer weights where the configuration takes it) */
+static unsigned config_family(const config *cf, const char *spec) {
+    const bool x86 = !cf->body && (cf->isa == QTK_ISA_AVX2 || cf->isa == QTK_ISA_AVX512);
+    const bool t2 = strncmp(spec, "q2", 2) == 0 && !strstr(spec, "table=");
+    const bool tern = t2 && ((cf->hooks & QTK__MM_HOOK_TERN) ||
+                             (!cf->body && cf->isa == QTK_ISA_AVX512 && !(cf->hooks & QTK__MM_HOOK_NO_TERN)));
+    return config_lanes(cf) + (x86 ? 0 : 32) + (tern ? 64 : 0);
+}
+static void integer_flavours_same_bits(void) {
+    register_tables();
+    static const char *const specs[] = {"q8s,block=32:f16", "q4f,block=32:f16", "q4s,block=64:f16", "q2s,block=256:f16",
+                                        "q2f,block=32:f16", "nf4", "q4f,table=iq4nl,block=32:f16", "q2f,table=tq2,block=32:f16",
+                                        "q8f,block=16:f32", "u4,block=128:f16,zero=u8", "u2,block=32:f16,zero=u8"};
+    static const size_t ms[] = {1, 3, 8};
+    size_t compared[113] = {0}, configs[113] = {0};
+    for (size_t si = 0; si < sizeof specs / sizeof specs[0]; si++)
+        for (size_t mi = 0; mi < 3; mi++) {
+            problem p;
+            if (!problem_init(&p, specs[si], QTK_MM_NK, ms[mi], 37, 512, mi == 1, 4242 + si)) continue;
+            const size_t ny = p.M * p.N;
+            float *first[113] = {NULL}, *y = malloc(ny * sizeof(float));
+            const char *first_name[113] = {NULL};
+            for (size_t ci = 0; ci < N_CONFIGS; ci++) {
+                const config *cf = &CONFIGS[ci];
+                if (cf->isa == QTK_ISA_SCALAR || (cf->hooks & QTK__MM_HOOK_GENERIC) || qtk_set_isa(cf->isa) != QTK_OK) continue;
+                use_config(cf);
+                qtk__mm_set_feature_mask(cf->drop);
+                qtk_mm_path path;
+                qtk_matmul_options o = {QTK_MM_NK, QTK_PRECISION_FAST, 1};
+                CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
+                if (path != QTK_MM_PATH_INTEGER) continue;
+                CHECK_OK(run(&p, QTK_PRECISION_FAST, 1 + (int)(ci % 2), y));
+                const unsigned L = config_family(cf, specs[si]);
+                configs[L]++;
+                if (!first[L]) {
+                    first[L] = malloc(ny * sizeof(float));
+                    memcpy(first[L], y, ny * sizeof(float));
+                    first_name[L] = config_name(cf);
+                    continue;
+                }
+                CHECK_MSG(memcmp(first[L], y, ny * sizeof(float)) == 0, "%s M=%zu: %s (hooks %u, drop %x) differs from %s",
+                          specs[si], p.M, config_name(cf), cf->hooks, cf->drop, first_name[L]);
+                compared[L]++;
+            }
+            qtk__mm_set_feature_mask(0);
+            reset_config();
+            for (int L = 0; L < 113; L++) free(first[L]);
+            free(y);
+            problem_free(&p);
+        }
+    /* the 4-lane portable family runs on every machine (portable, its INT_MAD flavour, and on
+     * ARM neon with and without sdot); avx2's where the CPU has it */
+    CHECK_MSG(compared[4 + 32] > 0, "the 4-lane family compared nothing");
+    if (qtk_set_isa(QTK_ISA_AVX2) == QTK_OK) CHECK_MSG(compared[8] > 0, "avx2's family compared nothing");
+    qtk_clear_error();
+    qtk_set_isa(QTK_ISA_AUTO);
+    for (int L = 4; L < 113; L++) {
+        if (configs[L])
+            printf("  %s vocabulary, %2d lanes%s: %zu integer results, %zu compared bit for bit with the family's first\n",
+                   L % 64 > 32 ? "portable" : "x86", L % 32, L > 64 ? " (ternary)" : "", configs[L], compared[L]);
+    }
+}
+
 /* y of bytes built by hand (the scales given as stored codes), x given, in f64 from the
  * dequantized weights: for extreme scales and activations. */
 static void check_bytes(const char *spec, const uint8_t *bytes, size_t len, size_t N, size_t K, const float *x, size_t M,
@@ -1156,4 +1241,4 @@ static void padding_codes_overflow(void) {
 
 TEST_MAIN("matmul", T(ggml_blocks_and_affine), T(errors), T(integer_path_huge_scale), T(underflowing_products), T(padding_codes_overflow), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
-          T(thread_invariance), T(dynamic_chunks), T(extreme_scales))
+          T(thread_invariance), T(dynamic_chunks), T(extreme_scales), T(integer_flavours_same_bits))

@@ -9,7 +9,7 @@
 
 #include <stdbool.h>
 
-static const qtk_isa LEVELS[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512};
+static const qtk_isa LEVELS[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
 #define N_LEVELS (sizeof LEVELS / sizeof LEVELS[0])
 
 /* The reproducer of issue 12: W = [4, 64], W[i] = (7i mod 15) - 7, x[k] = k mod 5 - 2. */

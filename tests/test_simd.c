@@ -25,13 +25,13 @@ static const char *const specs[] = {
     "q4f,block=4x8:f16", "q8s,block=2x3:ue4m3", "q4s,block=16:f16,store=native",
 };
 
-static qtk_isa levels[4];
+static qtk_isa levels[5];
 static int n_levels;
 
 static void init_levels(void) {
     n_levels = 0;
-    const qtk_isa all[] = {QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512};
-    for (int i = 0; i < 3; i++)
+    const qtk_isa all[] = {QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
+    for (int i = 0; i < 4; i++)
         if (qtk_set_isa(all[i]) == QTK_OK) levels[n_levels++] = all[i];
     qtk_set_isa(QTK_ISA_AUTO);
     const float t2[4] = {-1.0f, -0.25f, 0.5f, 2.0f};

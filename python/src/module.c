@@ -234,19 +234,20 @@ static PyObject *m_version(PyObject *self, PyObject *unused) {
     return PyUnicode_FromString(qtk_version());
 }
 
-static const char *const isa_names[] = {"auto", "scalar", "portable", "avx2", "avx512"};
+/* indexed by qtk_isa */
+static const char *const isa_names[] = {"auto", "scalar", "portable", "avx2", "avx512", "neon"};
 
 static PyObject *m_set_isa(PyObject *self, PyObject *arg) {
     (void)self;
     const char *s = PyUnicode_Check(arg) ? PyUnicode_AsUTF8(arg) : NULL;
-    if (!s) return qtkpy_fail(QTK_E_ARG, "set_isa takes a level name: auto, scalar, portable, avx2 or avx512");
+    if (!s) return qtkpy_fail(QTK_E_ARG, "set_isa takes a level name: auto, scalar, portable, avx2, avx512 or neon");
     for (int i = 0; i < (int)(sizeof isa_names / sizeof isa_names[0]); i++)
         if (strcmp(s, isa_names[i]) == 0) {
             qtk_status st = qtk_set_isa((qtk_isa)i);
             if (st) return qtkpy_raise(st);
             Py_RETURN_NONE;
         }
-    return qtkpy_fail(QTK_E_ARG, "ISA level '%s' is not auto, scalar, portable, avx2 or avx512", s);
+    return qtkpy_fail(QTK_E_ARG, "ISA level '%s' is not auto, scalar, portable, avx2, avx512 or neon", s);
 }
 
 static PyObject *m_get_isa(PyObject *self, PyObject *unused) {
@@ -348,10 +349,10 @@ static PyMethodDef methods[] = {
     {"version", m_version, METH_NOARGS, "version() -> str\n\nThe version of the qtk library this module runs on."},
     {"set_isa", m_set_isa, METH_O,
      "set_isa(level: str) -> None\n\nForces the kernels' instruction-set level for the process: 'auto' (the best this "
-     "CPU runs, the default), 'scalar' (the reference that defines the bits), 'portable', 'avx2' or 'avx512'. Every "
+     "CPU runs, the default), 'scalar' (the reference that defines the bits), 'portable', 'avx2', 'avx512' or 'neon'. Every "
      "level gives the same bits. A level this CPU or build lacks raises qtk.Error (QTK_E_UNSUPPORTED). The "
      "environment variable QTK_ISA sets the initial level."},
-    {"get_isa", m_get_isa, METH_NOARGS, "get_isa() -> str\n\nThe kernel level in use ('scalar', 'portable', 'avx2', 'avx512')."},
+    {"get_isa", m_get_isa, METH_NOARGS, "get_isa() -> str\n\nThe kernel level in use ('scalar', 'portable', 'avx2', 'avx512', 'neon')."},
     {"detect_isa", m_detect_isa, METH_NOARGS, "detect_isa() -> str\n\nThe best kernel level this CPU and build support."},
     {"set_threads", m_set_threads, METH_O,
      "set_threads(n: int | None) -> None\n\nDefault thread count of qtk's operations (0 or None: every available core)."},

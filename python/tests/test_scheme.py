@@ -76,7 +76,7 @@ def test_parse_errors_carry_qtk_messages():
 
 
 def test_isa_and_threads_settings():
-    assert qtk.detect_isa() in ("scalar", "portable", "avx2", "avx512")
+    assert qtk.detect_isa() in ("scalar", "portable", "avx2", "avx512", "neon")
     prev = qtk.get_isa()
     try:
         qtk.set_isa("portable")

@@ -13,7 +13,7 @@
 #endif
 
 static const char usage[] =
-    "usage: qtk bench [--schemes S1;S2;...] [--sizes N1,N2,...] [--isa auto|scalar|portable|avx2|avx512|all]\n"
+    "usage: qtk bench [--schemes S1;S2;...] [--sizes N1,N2,...] [--isa auto|scalar|portable|avx2|avx512|neon|all]\n"
     "                 [--calibration C1,C2,...] [--threads N] [--runs R] [--json]\n"
     "\n"
     "Times quantize (f32 -> bytes) and dequantize (bytes -> f32) for each scheme and size\n"
@@ -26,7 +26,8 @@ static const char usage[] =
     "                   e4m3/e5m2 with block=32:f16)\n"
     "  --sizes LIST     element counts, ','-separated; K and M suffixes allowed (default 64M,64K)\n"
     "  --isa L          kernel level: auto (the best, default), scalar (the reference),\n"
-    "                   portable (C vectors, any CPU), avx2, avx512, or all (every level)\n"
+    "                   portable (C vectors, any CPU), avx2, avx512 (x86-64), neon (AArch64),\n"
+    "                   or all (every level this CPU runs)\n"
     "  --calibration L  ','-separated calibrations to time quantize with: minmax (the default),\n"
     "                   absmean, mse; minmax is always timed too, and the others' rows add\n"
     "                   their time relative to it ('x minmax'); dequantize is timed once\n"
@@ -294,22 +295,24 @@ int cmd_bench(int argc, char **argv) {
         if (!cli_parse_int(runs_s, 1, 100000, &v)) return cli_usage_error(cmd, "--runs '%s' is not 1..100000", runs_s);
         c.runs = (int)v;
     }
-    qtk_isa isas[4];
+    static const qtk_isa every[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
+    qtk_isa isas[5];
     int nisa = 0;
     if (!isa_s || strcmp(isa_s, "auto") == 0) isas[nisa++] = qtk_detect_isa();
     else if (strcmp(isa_s, "all") == 0) {
-        isas[nisa++] = QTK_ISA_SCALAR;
-        isas[nisa++] = QTK_ISA_PORTABLE;
-        if (qtk_detect_isa() >= QTK_ISA_AVX2) isas[nisa++] = QTK_ISA_AVX2;
-        if (qtk_detect_isa() >= QTK_ISA_AVX512) isas[nisa++] = QTK_ISA_AVX512;
+        for (size_t i = 0; i < sizeof every / sizeof every[0]; i++)
+            if (qtk_set_isa(every[i]) == QTK_OK) isas[nisa++] = every[i];
+        qtk_clear_error();
+        qtk_set_isa(QTK_ISA_AUTO);
     } else {
         qtk_isa want = strcmp(isa_s, "scalar") == 0     ? QTK_ISA_SCALAR
                        : strcmp(isa_s, "portable") == 0 ? QTK_ISA_PORTABLE
                        : strcmp(isa_s, "avx2") == 0     ? QTK_ISA_AVX2
-                       : strcmp(isa_s, "avx512") == 0 ? QTK_ISA_AVX512
-                                                      : QTK_ISA_AUTO;
+                       : strcmp(isa_s, "avx512") == 0   ? QTK_ISA_AVX512
+                       : strcmp(isa_s, "neon") == 0     ? QTK_ISA_NEON
+                                                        : QTK_ISA_AUTO;
         if (want == QTK_ISA_AUTO)
-            return cli_usage_error(cmd, "--isa '%s' is not auto, scalar, portable, avx2, avx512 or all", isa_s);
+            return cli_usage_error(cmd, "--isa '%s' is not auto, scalar, portable, avx2, avx512, neon or all", isa_s);
         qtk_status st = qtk_set_isa(want);
         if (st) return cli_fail(cmd, st, "--isa %s", isa_s);
         isas[nisa++] = want;

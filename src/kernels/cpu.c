@@ -1,4 +1,5 @@
-/* cpu.c — CPU feature detection (cpuid + xgetbv) and the kernel level in use. */
+/* cpu.c — CPU feature detection (x86: cpuid + xgetbv; AArch64 Linux: the kernel's HWCAP
+ * bits) and the kernel level in use. */
 #include "cpu.h"
 
 #include <pthread.h>
@@ -11,6 +12,12 @@
 #  define QTK_X86 1
 #else
 #  define QTK_X86 0
+#endif
+#if defined(__aarch64__) && defined(__linux__)
+#  include <sys/auxv.h>
+#  define QTK_ARM64_LINUX 1
+#else
+#  define QTK_ARM64_LINUX 0
 #endif
 
 static unsigned features;
@@ -59,6 +66,13 @@ static unsigned detect(void) {
     (void)d1;
     if (a1 & (1u << 4)) f |= QTK_CPU_AVXVNNI;
     if (zmm && (a1 & (1u << 5))) f |= QTK_CPU_AVX512BF16;
+#elif QTK_ARM64_LINUX
+    /* the kernel's HWCAP bits (arch/arm64/include/uapi/asm/hwcap.h): ASIMD 1 << 1, ASIMDDP 1 << 20 */
+    unsigned long hw = getauxval(AT_HWCAP);
+    if (hw & (1ul << 1)) f |= QTK_CPU_NEON;
+    if (hw & (1ul << 20)) f |= QTK_CPU_DOTPROD;
+#elif defined(__aarch64__)
+    f |= QTK_CPU_NEON; /* Advanced SIMD is part of AArch64; the dot product is not assumed */
 #endif
     return f;
 }
@@ -73,6 +87,9 @@ static bool isa_built(qtk_isa isa) {
 #ifdef QTK_HAVE_AVX512
     case QTK_ISA_AVX512: return true;
 #endif
+#ifdef QTK_HAVE_NEON
+    case QTK_ISA_NEON: return true;
+#endif
     default: return false;
     }
 }
@@ -85,6 +102,7 @@ static bool isa_runs(qtk_isa isa) {
     case QTK_ISA_PORTABLE: return true;
     case QTK_ISA_AVX2: return (features & avx2) == avx2;
     case QTK_ISA_AVX512: return (features & avx512) == avx512;
+    case QTK_ISA_NEON: return (features & QTK_CPU_NEON) != 0;
     default: return false;
     }
 }
@@ -94,6 +112,7 @@ static void init(void) {
     detected = QTK_ISA_PORTABLE;
     if (isa_built(QTK_ISA_AVX2) && isa_runs(QTK_ISA_AVX2)) detected = QTK_ISA_AVX2;
     if (isa_built(QTK_ISA_AVX512) && isa_runs(QTK_ISA_AVX512)) detected = QTK_ISA_AVX512;
+    if (isa_built(QTK_ISA_NEON) && isa_runs(QTK_ISA_NEON)) detected = QTK_ISA_NEON;
     qtk_isa use = detected;
     const char *env = getenv("QTK_ISA");
     if (env && *env) {
@@ -101,6 +120,7 @@ static void init(void) {
                        : strcasecmp(env, "portable") == 0 ? QTK_ISA_PORTABLE
                        : strcasecmp(env, "avx2") == 0     ? QTK_ISA_AVX2
                        : strcasecmp(env, "avx512") == 0 ? QTK_ISA_AVX512
+                       : strcasecmp(env, "neon") == 0   ? QTK_ISA_NEON
                                                         : QTK_ISA_AUTO;
         /* an unknown or unsupported request keeps the detected level (a library must not
          * fail to load over an environment variable; qtk_get_isa tells what is used) */
@@ -133,6 +153,7 @@ const char *qtk_isa_name(qtk_isa isa) {
     case QTK_ISA_PORTABLE: return "portable";
     case QTK_ISA_AVX2: return "avx2";
     case QTK_ISA_AVX512: return "avx512";
+    case QTK_ISA_NEON: return "neon";
     }
     return "?";
 }
@@ -143,7 +164,7 @@ qtk_status qtk_set_isa(qtk_isa isa) {
         atomic_store(&active, (int)detected);
         return QTK_OK;
     }
-    if ((unsigned)isa > QTK_ISA_AVX512) return qtk__err(QTK_E_ARG, "isa %d is not a qtk_isa", (int)isa);
+    if ((unsigned)isa > QTK_ISA_NEON) return qtk__err(QTK_E_ARG, "isa %d is not a qtk_isa", (int)isa);
     if (!isa_built(isa))
         return qtk__err(QTK_E_UNSUPPORTED, "this build of qtk has no %s kernels", qtk_isa_name(isa));
     if (!isa_runs(isa))

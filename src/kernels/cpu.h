@@ -18,6 +18,8 @@ enum {
     QTK_CPU_AVX512FP16 = 1u << 10,
     QTK_CPU_AVXVNNI = 1u << 11,
     QTK_CPU_BMI2 = 1u << 12,
+    QTK_CPU_NEON = 1u << 13,    /* AArch64 Advanced SIMD (HWCAP_ASIMD) */
+    QTK_CPU_DOTPROD = 1u << 14, /* AArch64 sdot/udot (HWCAP_ASIMDDP) */
 };
 
 /* Feature bits of this CPU (with OS support for the register state), detected once. */

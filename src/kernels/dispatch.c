@@ -10,6 +10,9 @@ const qtk__kernels *qtk__kernels_active(void) {
 #ifdef QTK_HAVE_AVX2
     case QTK_ISA_AVX2: return &qtk__kernels_avx2;
 #endif
+#ifdef QTK_HAVE_NEON
+    case QTK_ISA_NEON: return &qtk__kernels_neon;
+#endif
     case QTK_ISA_PORTABLE: return &qtk__kernels_portable;
     default: return &qtk__kernels_ref;
     }

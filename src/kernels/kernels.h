@@ -62,6 +62,9 @@ QTK_INTERNAL extern const qtk__kernels qtk__kernels_avx2;
 #ifdef QTK_HAVE_AVX512
 QTK_INTERNAL extern const qtk__kernels qtk__kernels_avx512;
 #endif
+#ifdef QTK_HAVE_NEON
+QTK_INTERNAL extern const qtk__kernels qtk__kernels_neon;
+#endif
 
 /* Reference row loops (also used for absmean and finiteness checks). */
 QTK_INTERNAL void qtk__ref_absmean_rows(const qtk__plan *p, const float *x, qtk__stats *st, size_t r0, size_t r1);

@@ -3,7 +3,10 @@
  * on ARM, SSE2 on any x86-64; plain scalar code elsewhere). Lane-wise helpers that have no
  * operator are loops the compiler may vectorize. Every operation keeps the IEEE semantics the
  * x86 vocabularies have (max/min as maxps/minps, truncating conversions of in-range values,
- * shifts by 32 or more giving 0), so the body computes the same bits. */
+ * shifts by 32 or more giving 0), so the body computes the same bits.
+ *
+ * simd_neon.h reuses this vocabulary with SIMD_NATIVE_OPS defined: it then supplies the
+ * operations in the #ifndef SIMD_NATIVE_OPS blocks (lane loops here) as NEON instructions. */
 #ifndef QTK_SIMD_PORTABLE_H
 #define QTK_SIMD_PORTABLE_H
 
@@ -17,8 +20,10 @@
 
 #define VW 4
 #define VALIGN 16
-#define SIMD_NAME "portable"
-#define SIMD_TABLE qtk__kernels_portable
+#ifndef SIMD_NAME
+#  define SIMD_NAME "portable"
+#  define SIMD_TABLE qtk__kernels_portable
+#endif
 
 typedef float vf __attribute__((vector_size(16)));
 typedef int32_t vi __attribute__((vector_size(16)));
@@ -75,7 +80,8 @@ static inline vf vf_add(vf a, vf b) { return a + b; }
 static inline vf vf_sub(vf a, vf b) { return a - b; }
 static inline vf vf_mul(vf a, vf b) { return a * b; }
 static inline vf vf_div(vf a, vf b) { return a / b; }
-static inline vf vf_fma(vf a, vf b, vf c) { /* a b + c, rounded once (fmaf: NEON's fmla) */
+#ifndef SIMD_NATIVE_OPS
+static inline vf vf_fma(vf a, vf b, vf c) { /* a b + c, rounded once (fmaf) */
     vf r = c;
     LANES r[l_] = fmaf(a[l_], b[l_], c[l_]);
     return r;
@@ -85,6 +91,7 @@ static inline vf vf_trunc(vf a) {
     LANES r[l_] = truncf(a[l_]);
     return r;
 }
+#endif
 static inline vm vf_ge(vf a, vf b) { return a >= b; }
 static inline vm vf_gt(vf a, vf b) { return a > b; }
 static inline vm vf_eq(vf a, vf b) { return a == b; }
@@ -112,6 +119,7 @@ static inline vi vi_add(vi a, vi b) { return (vi)((vu)a + (vu)b); }
 static inline vi vi_sub(vi a, vi b) { return (vi)((vu)a - (vu)b); }
 static inline vi vi_and(vi a, vi b) { return a & b; }
 static inline vi vi_or(vi a, vi b) { return a | b; }
+#ifndef SIMD_NATIVE_OPS
 static inline vi vi_srlv(vi a, vi s) {
     vi r;
     LANES r[l_] = (uint32_t)s[l_] > 31u ? 0 : (int32_t)((uint32_t)a[l_] >> s[l_]);
@@ -122,6 +130,7 @@ static inline vi vi_sllv(vi a, vi s) {
     LANES r[l_] = (uint32_t)s[l_] > 31u ? 0 : (int32_t)((uint32_t)a[l_] << s[l_]);
     return r;
 }
+#endif
 #define vi_srl(a, n) ((vi)((vu)(a) >> (n)))
 #define vi_sll(a, n) ((vi)((vu)(a) << (n)))
 static inline vi vi_blend(vm m, vi a, vi b) { return (a & ~m) | (b & m); }
@@ -181,6 +190,7 @@ static inline void vi_store_codes2(uint8_t *p, vi a) {
 }
 
 /* 16-entry table lookup by the low 4 bits of each index */
+#ifndef SIMD_NATIVE_OPS
 typedef struct {
     float t[16];
 } lut16;
@@ -198,6 +208,7 @@ static inline vf vf_lut16(lut16 l, vi idx) {
     LANES r[l_] = l.t[idx[l_] & 15];
     return r;
 }
+#endif
 /* out[j * VW + l] = base[l * stride + j] for j, l < VW: a VW x VW block transposed */
 static inline void vf_transpose_block(const float *b, ptrdiff_t st, float *out) {
     for (int j = 0; j < VW; j++)

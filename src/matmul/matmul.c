@@ -41,6 +41,9 @@ static const qtk__mm_isa *active_isa(void) {
 #ifdef QTK_HAVE_AVX2
     case QTK_ISA_AVX2: return &qtk__mm_isa_avx2;
 #endif
+#ifdef QTK_HAVE_NEON
+    case QTK_ISA_NEON: return &qtk__mm_isa_neon;
+#endif
     case QTK_ISA_PORTABLE: return &qtk__mm_isa_portable;
     default: return &qtk__mm_isa_ref;
     }

@@ -172,6 +172,9 @@ QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_avx2;
 #ifdef QTK_HAVE_AVX512
 QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_avx512;
 #endif
+#ifdef QTK_HAVE_NEON
+QTK_INTERNAL extern const qtk__mm_isa qtk__mm_isa_neon;
+#endif
 
 /* ---- mm_view.c: the weight view ---- */
 

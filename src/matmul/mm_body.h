@@ -780,6 +780,13 @@ static void ukr(size_t kc, const float *a, size_t lda, const float *b, size_t ld
 
 enum { IV_DP, IV_OFF, IV_SGN, IV_TERN, IV_XOR };
 
+/* What IV_DP adds to the weights: 128 for a dot product of unsigned weights by signed
+ * activations (vpdpbusd); 0 where the vocabulary's mvi_dp multiplies signed bytes (NEON's
+ * sdot), which then needs no correction of the sums (no xc). */
+#ifndef MV_DP_BIAS
+#  define MV_DP_BIAS 128
+#endif
+
 /* Whether the codes of a 4- or 2-bit integer view are two's complement integers: value +
  * 2^(width-1) is then the code with its top bit flipped (IV_XOR). */
 static bool int_twos(const qtk__mmw *w, int ik) {
@@ -820,14 +827,14 @@ static qtk_status int_prepare(qtk__mm *c) {
     (void)dp;
     if (1) {
         c->ivar = IV_DP;
-        c->ioff = 128;
+        c->ioff = MV_DP_BIAS;
     } else
 #endif
     if (tern && ((MV_TERN && !(hooks & QTK__MM_HOOK_NO_TERN)) || (hooks & QTK__MM_HOOK_TERN))) {
         c->ivar = IV_TERN;
     } else if (dp && !(hooks & QTK__MM_HOOK_INT_MAD)) {
         c->ivar = IV_DP;
-        c->ioff = 128;
+        c->ioff = MV_DP_BIAS;
     } else if (int_twos(w, ik)) {
         c->ivar = IV_XOR;
         c->ioff = 1 << (dk_cw(ik) - 1);
@@ -837,7 +844,8 @@ static qtk_status int_prepare(qtk__mm *c) {
     } else {
         c->ivar = IV_SGN;
     }
-    qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, c->ivar != IV_SGN && c->ivar != IV_TERN, qtk__mm_quantize_row);
+    const bool need_xc = c->ivar != IV_SGN && c->ivar != IV_TERN && !(c->ivar == IV_DP && MV_DP_BIAS == 0);
+    qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, need_xc, qtk__mm_quantize_row);
     if (!st) c->ws_floats = mm_row_ws(c);
     return st;
 }

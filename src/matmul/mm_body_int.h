@@ -9,6 +9,8 @@
  * inside one activation block and one weight block. The flavours:
  *   IV_DP   vpdpbusd on unsigned weights (value + 128), the lane starting from the
  *           activations' correction -128 x Σq, so that it ends with the signed dot product;
+ *           where mvi_dp multiplies signed bytes (MV_DP_BIAS 0: NEON's sdot, or smull and
+ *           sadalp) the weights as they are, the lane starting from 0;
  *   IV_OFF  pmaddubsw on unsigned weights (value + off, off = -min value) when the int16
  *           sums of all planes cannot saturate (per x (max - min) <= 129), one pmaddwd,
  *           starting from -off x Σq;
@@ -22,7 +24,9 @@
  *           128, taken back at the end): additions only, BitNet b1.58's intent. Each 64-bit
  *           lane covers fields 32j..32j+31 (its even 32-bit lane holds the sum, the odd 0).
  * The integer sums are exact; each lane is then scaled once by (weight scale x activation
- * scale) and added into f32 accumulators, so every flavour gives the same bits. */
+ * scale) and added into f32 accumulators, so every flavour but IV_TERN (whose lanes group
+ * 32 fields, not 4 x per) gives the same bits at one width and vocabulary
+ * (test_matmul's integer_flavours_same_bits). */
 
 #ifndef MV_IT
 #  error "define MV_IT and SFX before including mm_body_int.h"
@@ -53,7 +57,7 @@ MV_AI MV_IT void SFX(ic_init)(const int ik, const int iv, const qtk__mm *c, SFX(
     k->toff = mvi_loadu(off);
     int8_t t[16];
     for (unsigned i = 0; i < 16; i++)
-        t[i] = (int8_t)(iv == IV_DP ? w->ival[i] + 128 : iv == IV_OFF ? w->ival[i] + c->ioff : w->ival[i]);
+        t[i] = (int8_t)(iv == IV_DP ? w->ival[i] + MV_DP_BIAS : iv == IV_OFF ? w->ival[i] + c->ioff : w->ival[i]);
     k->utab = mvi_table16(t);
     k->cmask = mvi_set1_8(dk_cw(ik) == 4 ? 0x0f : 0x03);
     k->xmask = mvi_set1_8(dk_cw(ik) == 4 ? (int8_t)0x88 : (int8_t)0xaa);
@@ -75,7 +79,7 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, con
     if (iv == IV_TERN) {
         u[0] = b;
     } else if (ik == DK_I8) {
-        u[0] = iv == IV_SGN ? b : mvi_xor(b, mvi_set1_8((int8_t)-128)); /* DP: + 128 */
+        u[0] = iv == IV_SGN || MV_DP_BIAS == 0 ? b : mvi_xor(b, mvi_set1_8((int8_t)-128)); /* DP: + 128 */
     } else if (iv == IV_XOR) {
         const mvi bx = mvi_xor(b, kc->xmask);
         MV_UNROLL
@@ -110,7 +114,7 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, con
                 isum = mvi_add(isum, mvi_madd1(mvi_maddubs(a[p], mvi_sign8(xv, u[p]))));
             }
         } else {
-            isum = mvi_loadu(xc[i]);
+            isum = iv == IV_DP && MV_DP_BIAS == 0 ? mvi_zero() : mvi_loadu(xc[i]);
 #if MV_DP
             if (iv == IV_DP) {
                 MV_UNROLL

@@ -6,6 +6,9 @@
  * x86 instruction the other vocabularies map it to (pshufb, pmaddubsw with saturation,
  * vpdpbusd, psadbw, ...), so the body computes the same bits at every level.
  *
+ * mmv_neon.h reuses this vocabulary with MV_NATIVE_OPS defined, and then supplies the
+ * operations in the #ifndef MV_NATIVE_OPS blocks itself.
+ *
  * Products and sums are separate operations here (C11 does not contract a * b + c unless
  * asked): the exact path's bound counts both roundings. */
 #ifndef QTK_MMV_PORTABLE_H
@@ -124,6 +127,7 @@ MV_AI mvf mvf_first(mvf v, size_t n) {
 }
 
 /* 16-entry table lookup by the low 4 bits of each lane */
+#ifndef MV_NATIVE_OPS
 typedef struct {
     float t[16];
 } mv_lut16;
@@ -137,6 +141,7 @@ MV_AI mvf mvf_lut16(const mv_lut16 *l, mvi idx) {
     MV_LANES r[l_] = l->t[idx[l_] & 15];
     return r;
 }
+#endif
 
 /* MV_L stored scales -> f32 (the body multiplies in the global) */
 MV_AI mvf mvf_from_f16x(const uint8_t *p) {
@@ -224,12 +229,14 @@ MV_AI mvi mvi_add16(mvi a, mvi b) {
 #define mvi_srli(v, n) ((mvi)((mvu_)(v) >> (n)))
 #define mvi_srai(v, n) ((v) >> (n)) /* GCC and Clang shift signed lanes arithmetically */
 
+#ifndef MV_NATIVE_OPS
 /* byte b of the result is t[c & 15] for c = byte b of codes (pshufb on a 16-entry table) */
 MV_AI mvi mvi_lookup16(mvi t, mvi codes) {
     mvb_ tb = mv_b(t), cb = mv_b(codes), r = {0};
     MV_BYTES r[b_] = tb[cb[b_] & 15];
     return mv_i(r);
 }
+#endif
 /* placement q: 32-bit lane l = 4h + i gets byte 16h + 4q + i of v in its top byte (place)
  * or its low byte (place_lo), the other bytes 0 */
 MV_AI mvi mvi_place(mvi v, unsigned q) {
@@ -252,6 +259,7 @@ MV_AI mvi mvi_table16(const int8_t *t) {
     MV_BYTES r[b_] = t[b_ & 15];
     return mv_i(r);
 }
+#ifndef MV_NATIVE_OPS
 /* vpdpbusd: each int32 lane plus the 4 products of its unsigned bytes of u and signed bytes of s */
 MV_AI mvi mvi_dp(mvi acc, mvi u, mvi s) {
     mvub_ ub;
@@ -264,6 +272,7 @@ MV_AI mvi mvi_dp(mvi acc, mvi u, mvi s) {
     }
     return acc;
 }
+#endif
 /* pmaddubsw: int16 pairs of (unsigned u) x (signed s), saturated */
 MV_AI mvi mvi_maddubs(mvi u, mvi s) {
     mvub_ ub;

@@ -74,6 +74,8 @@ pub enum Isa {
     Avx2,
     /// x86-64 AVX-512 F/BW/DQ/VL
     Avx512,
+    /// 64-bit ARM Advanced SIMD (sdot where the CPU has the dot product)
+    Neon,
 }
 
 impl Isa {
@@ -84,6 +86,7 @@ impl Isa {
             Isa::Portable => sys::qtk_isa_QTK_ISA_PORTABLE,
             Isa::Avx2 => sys::qtk_isa_QTK_ISA_AVX2,
             Isa::Avx512 => sys::qtk_isa_QTK_ISA_AVX512,
+            Isa::Neon => sys::qtk_isa_QTK_ISA_NEON,
         }
     }
     fn from_c(c: sys::qtk_isa) -> Isa {
@@ -92,6 +95,7 @@ impl Isa {
             x if x == sys::qtk_isa_QTK_ISA_PORTABLE => Isa::Portable,
             x if x == sys::qtk_isa_QTK_ISA_AVX2 => Isa::Avx2,
             x if x == sys::qtk_isa_QTK_ISA_AVX512 => Isa::Avx512,
+            x if x == sys::qtk_isa_QTK_ISA_NEON => Isa::Neon,
             _ => Isa::Auto,
         }
     }

@@ -284,6 +284,7 @@ pub const qtk_isa_QTK_ISA_SCALAR: qtk_isa = 1;
 pub const qtk_isa_QTK_ISA_PORTABLE: qtk_isa = 2;
 pub const qtk_isa_QTK_ISA_AVX2: qtk_isa = 3;
 pub const qtk_isa_QTK_ISA_AVX512: qtk_isa = 4;
+pub const qtk_isa_QTK_ISA_NEON: qtk_isa = 5;
 pub type qtk_isa = std::os::raw::c_uint;
 extern "C" {
     pub fn qtk_set_isa(isa: qtk_isa) -> qtk_status;
