@@ -181,6 +181,13 @@ static void gg_free(gg_mm *g) {
 
 /* ---- qtk ---- */
 
+/* qtk's internal test hook (src/matmul/mm.h; libqtk.a links it, it is not public API):
+ * withholds CPU features from the matmul kernels' choice. Here VNNI (QTK_CPU_AVX512VNNI,
+ * QTK_CPU_AVXVNNI of src/kernels/cpu.h), so that the integer path's vpmaddubsw flavour is
+ * timed beside vpdpbusd in the same process. */
+void qtk__mm_set_feature_mask(unsigned drop);
+#define BENCH_DROP_VNNI ((1u << 8) | (1u << 11))
+
 static double qtk_run(const qtk_tensor *t, const float *x, size_t m, size_t k, float *y, size_t n, qtk_precision prec,
                       int threads) {
     qtk_matmul_options o = {QTK_MM_NK, prec, threads};
@@ -262,8 +269,9 @@ int main(int argc, char **argv) {
     printf("load average at start: %s\n", lbuf[0] ? lbuf : "unknown");
     printf("read GB/s: the read-only streaming rate over a buffer the size of qtk's weights, measured\n"
            "interleaved with the products; roof = qtk fast's weight bytes per second / that rate (M = 1)\n\n");
-    printf("| shape (NxK)  |  M | T | type   | qtk scheme                   | ggml ms | exact ms | fast ms | exact/ggml | fast/ggml | read GB/s | fast GB/s | roof | ggml GB/s |\n");
-    printf("|--------------|----|---|--------|------------------------------|---------|----------|---------|------------|-----------|-----------|-----------|------|-----------|\n");
+    printf("fast-mad: qtk fast with VNNI withheld (vpmaddubsw), where fast runs vpdpbusd; kernel: qtk_matmul_kernel of fast\n\n");
+    printf("| shape (NxK)  |  M | T | type   | qtk scheme                   | ggml ms | exact ms | fast ms | exact/ggml | fast/ggml | read GB/s | fast GB/s | roof | ggml GB/s | fast-mad ms | mad/vnni | kernel |\n");
+    printf("|--------------|----|---|--------|------------------------------|---------|----------|---------|------------|-----------|-----------|-----------|------|-----------|-------------|----------|--------|\n");
     for (size_t si = 0; si < NSHAPES; si++) {
         char idx[8];
         snprintf(idx, sizeof idx, "%zu", si);
@@ -299,11 +307,21 @@ int main(int argc, char **argv) {
             uint8_t *rbuf = aligned_alloc(64, (qbytes + 63) / 64 * 64);
             if (!rbuf) return 1;
             memset(rbuf, 1, qbytes);
+            const char *kern = "";
+            qtk_matmul_options fo = {QTK_MM_NK, QTK_PRECISION_FAST, 1};
+            if (qtk_matmul_kernel(t, M, &fo, &kern)) kern = "?";
+            const bool vnni = strstr(kern, "vpdpbusd") != NULL;
             for (int ti = 0; ti < nthr; ti++) {
                 int T = thr[ti];
                 int R = M == 1 ? reps : (reps / 4 > 3 ? reps / 4 : 3);
-                double bg = 1e30, be = 1e30, bf = 1e30, br = 1e30;
+                double bg = 1e30, be = 1e30, bf = 1e30, br = 1e30, bm = 1e30;
                 for (int r = 0; r < R; r++) {
+                    if (vnni) {
+                        qtk__mm_set_feature_mask(BENCH_DROP_VNNI);
+                        double d = qtk_run(t, x, M, K, y2, N, QTK_PRECISION_FAST, T);
+                        if (d < bm) bm = d;
+                        qtk__mm_set_feature_mask(0);
+                    }
                     double d = gg_run(&g, T);
                     if (d < bg) bg = d;
                     d = qtk_run(t, x, M, K, y, N, QTK_PRECISION_EXACT, T);
@@ -321,7 +339,11 @@ int main(int argc, char **argv) {
                 if (dfast > 0.05 || dgg > 0.1)
                     fprintf(stderr, "warning: %s %zux%zu M=%zu: fast vs exact %.3g, ggml vs exact %.3g\n", pr->name, N, K,
                             M, dfast, dgg);
-                char sh[16], rd[16] = "", fg[16] = "", rf[16] = "", gg[16] = "";
+                char sh[16], rd[16] = "", fg[16] = "", rf[16] = "", gg[16] = "", fm[16] = "", mv[16] = "";
+                if (vnni) {
+                    snprintf(fm, sizeof fm, "%.3f", bm * 1e3);
+                    snprintf(mv, sizeof mv, "%.2f", bm / bf);
+                }
                 snprintf(sh, sizeof sh, "%zux%zu", N, K);
                 if (M == 1) {
                     snprintf(rd, sizeof rd, "%.2f", (double)qbytes / br / 1e9);
@@ -329,8 +351,9 @@ int main(int argc, char **argv) {
                     snprintf(rf, sizeof rf, "%.2f", br / bf);
                     snprintf(gg, sizeof gg, "%.2f", (double)g.wbytes / bg / 1e9);
                 }
-                printf("| %-12s | %2zu | %d | %-6s | %-28s | %7.3f | %8.3f | %7.3f | %10.2f | %9.2f | %9s | %9s | %4s | %9s |\n",
-                       sh, M, T, pr->name, pr->spec, bg * 1e3, be * 1e3, bf * 1e3, be / bg, bf / bg, rd, fg, rf, gg);
+                printf("| %-12s | %2zu | %d | %-6s | %-28s | %7.3f | %8.3f | %7.3f | %10.2f | %9.2f | %9s | %9s | %4s | %9s | %11s | %8s | %s |\n",
+                       sh, M, T, pr->name, pr->spec, bg * 1e3, be * 1e3, bf * 1e3, be / bg, bf / bg, rd, fg, rf, gg, fm, mv,
+                       kern);
                 fflush(stdout);
             }
             free(rbuf);

@@ -109,6 +109,13 @@ QTK_API qtk_status qtk_matmul_path(const qtk_tensor *w, size_t m, const qtk_matm
                                    qtk_mm_path *path);
 /* "reference", "exact", "generic", "integer"; "?" if unknown. */
 QTK_API const char *qtk_mm_path_name(qtk_mm_path p);
+/* The kernel qtk_matmul(w, ..., m, ..., opts) runs on this machine at the current level, as
+ * static text: the level, the path and what it is built on, e.g. "avx512 integer: vpdpbusd
+ * (AVX512-VNNI)", "avx2 integer: vpmaddubsw, weights + offset by xor", "neon integer: sdot",
+ * "avx512 exact: fused GEMV", "avx512 exact: tiled GEMM". For benchmarks and logs; the words
+ * may change between versions. */
+QTK_API qtk_status qtk_matmul_kernel(const qtk_tensor *w, size_t m, const qtk_matmul_options *opts,
+                                     const char **kernel);
 
 #ifdef __cplusplus
 }

@@ -457,6 +457,54 @@ static void integer_path_selection(void) {
     }
 }
 
+/* qtk_matmul_kernel names the level, the path and, on the integer path, the instruction the
+ * configuration runs: vpdpbusd where VNNI is used, vpmaddubsw where it is withheld or the
+ * test hook asks for it, sdot / smull on NEON. */
+static void kernel_names(void) {
+    problem p;
+    if (!problem_init(&p, "q4f,block=32:f16", QTK_MM_NK, 2, 4, 96, false, 5)) return;
+    const char *k = NULL;
+    CHECK_ERR(qtk_matmul_kernel(NULL, 1, NULL, &k), QTK_E_ARG, "NULL");
+    CHECK_ERR(qtk_matmul_kernel(p.t, 1, NULL, NULL), QTK_E_ARG, "NULL");
+    qtk_matmul_options bad = {(qtk_mm_layout)7, QTK_PRECISION_FAST, 1};
+    CHECK_ERR(qtk_matmul_kernel(p.t, 1, &bad, &k), QTK_E_ARG, "layout");
+    for (size_t ci = 0; ci < N_CONFIGS; ci++) {
+        const config *cf = &CONFIGS[ci];
+        if (cf->body || qtk_set_isa(cf->isa) != QTK_OK) continue;
+        qtk__mm_set_hooks(cf->hooks);
+        qtk__mm_set_feature_mask(cf->drop);
+        for (int prec = 0; prec < 2; prec++) {
+            qtk_matmul_options o = {QTK_MM_NK, (qtk_precision)prec, 1};
+            qtk_mm_path path;
+            k = NULL;
+            CHECK_OK(qtk_matmul_path(p.t, 2, &o, &path));
+            CHECK_OK(qtk_matmul_kernel(p.t, 2, &o, &k));
+            if (!k) continue;
+            const char *lv = qtk_isa_name(cf->isa);
+            CHECK_MSG(strncmp(k, lv, strlen(lv)) == 0, "isa %s hooks %u: kernel '%s'", lv, cf->hooks, k);
+            if (path == QTK_MM_PATH_INTEGER && cf->isa != QTK_ISA_SCALAR) {
+                const unsigned vnni = QTK_CPU_AVX512VNNI | QTK_CPU_AVXVNNI;
+                const bool mad = (cf->hooks & QTK__MM_HOOK_INT_MAD) || (cf->drop & vnni);
+                const bool has_vnni = cf->isa == QTK_ISA_AVX512 ? (qtk__cpu_features() & QTK_CPU_AVX512VNNI) != 0
+                                                                : (qtk__cpu_features() & QTK_CPU_AVXVNNI) != 0;
+                if (cf->isa == QTK_ISA_AVX2 || cf->isa == QTK_ISA_AVX512)
+                    CHECK_MSG(strstr(k, !mad && has_vnni ? "vpdpbusd" : "vpmaddubsw"), "isa %s hooks %u drop %x: '%s'", lv,
+                              cf->hooks, cf->drop, k);
+                if (cf->isa == QTK_ISA_NEON) {
+                    const bool sdot = !(cf->hooks & QTK__MM_HOOK_INT_MAD) && !(cf->drop & QTK_CPU_DOTPROD) &&
+                                      (qtk__cpu_features() & QTK_CPU_DOTPROD);
+                    CHECK_MSG(strstr(k, sdot ? "sdot" : "smull"), "neon hooks %u drop %x: '%s'", cf->hooks, cf->drop, k);
+                }
+            }
+            if (path == QTK_MM_PATH_EXACT) CHECK_MSG(strstr(k, "exact"), "'%s' on the exact path", k);
+        }
+        qtk__mm_set_feature_mask(0);
+        qtk__mm_set_hooks(0);
+    }
+    qtk_set_isa(QTK_ISA_AUTO);
+    problem_free(&p);
+}
+
 /* Long rows: the bound grows with K and must still hold (and not be vacuous). */
 static void long_rows(void) {
     const char *specs[] = {"q4f,block=32:f16", "nvfp4", "e4m3,block=32:f32", "q2s"};
@@ -1241,4 +1289,4 @@ static void padding_codes_overflow(void) {
 
 TEST_MAIN("matmul", T(ggml_blocks_and_affine), T(errors), T(integer_path_huge_scale), T(underflowing_products), T(padding_codes_overflow), T(allocation_failure), T(empty_shapes), T(integer_path_selection), T(bound_catches_errors), T(dense_f32),
           T(padding_and_nan_fields), T(e4m3_huge_scales), T(threads_dtypes_alignment), T(long_rows), T(all_schemes_all_paths), T(m_sweep_awkward),
-          T(thread_invariance), T(dynamic_chunks), T(extreme_scales), T(integer_flavours_same_bits))
+          T(thread_invariance), T(dynamic_chunks), T(extreme_scales), T(integer_flavours_same_bits), T(kernel_names))

@@ -36,7 +36,9 @@ static const char usage[] =
     "second; GFLOP/s = 2·M·N·K per second; cyc/32w = clock cycles per 32 weights (GEMV);\n"
     "roof = GEMV: weight read rate / read-only rate of as many bytes on as many threads\n"
     "(targets, weights in DRAM: >= 0.9 integer, >= 0.8 exact), GEMM: fraction of the f32 FMA\n"
-    "peak (target >= 0.6); x2thr = speed-up of N threads over one.\n";
+    "peak (target >= 0.6); x2thr = speed-up of N threads over one; kernel = what ran\n"
+    "(qtk_matmul_kernel): the level, the path and, on the integer path, the instruction\n"
+    "that multiplies (vpdpbusd, vpmaddubsw, sdot, ...).\n";
 
 static double now(void) {
     struct timespec ts;
@@ -190,14 +192,14 @@ typedef struct {
 } machine;
 
 static void row(const char *shape, const char *scheme, double bpw, const char *path, size_t m, int thr, double t,
-                double wbytes, size_t n, size_t k, const machine *mc, double roof, double x2) {
+                double wbytes, size_t n, size_t k, const machine *mc, double roof, double x2, const char *kernel) {
     double gflops = 2.0 * (double)m * (double)n * (double)k / t / 1e9;
     char cyc[16] = "", rf[16] = "", sp[16] = "";
     if (m == 1 && mc->ghz > 0) snprintf(cyc, sizeof cyc, "%.2f", t * mc->ghz * 1e9 / ((double)n * (double)k / 32));
     if (roof > 0) snprintf(rf, sizeof rf, "%.2f", roof);
     if (x2 > 0) snprintf(sp, sizeof sp, "%.2f", x2);
-    printf("| %-9s | %-22s | %5.2f | %-9s | %2zu | %d | %9.3f | %7.2f | %7.1f | %7s | %5s | %5s |\n", shape, scheme, bpw,
-           path, m, thr, t * 1e3, wbytes / t / 1e9, gflops, cyc, rf, sp);
+    printf("| %-9s | %-22s | %5.2f | %-9s | %2zu | %d | %9.3f | %7.2f | %7.1f | %7s | %5s | %5s | %s |\n", shape, scheme,
+           bpw, path, m, thr, t * 1e3, wbytes / t / 1e9, gflops, cyc, rf, sp, kernel);
     fflush(stdout);
 }
 
@@ -241,7 +243,8 @@ static int bench_shape(const char *cmd, size_t N, size_t K, const machine *mc, b
     double fbytes = (double)N * (double)K * 4;
     double t = time_matmul(NULL, w, x, 1, K, y, N, &o1, mc->repeat_gemv, &st);
     if (st) goto fail;
-    row(shape, "f32 (dense baseline)", 32, "exact", 1, 1, t, fbytes, N, K, mc, fbytes / t / read_rate((size_t)fbytes, 1), 0);
+    row(shape, "f32 (dense baseline)", 32, "exact", 1, 1, t, fbytes, N, K, mc, fbytes / t / read_rate((size_t)fbytes, 1), 0,
+        "f32 weights, FMA");
 
     for (size_t si = 0; si < sizeof SCHEMES / sizeof SCHEMES[0]; si++) {
         qtk_scheme s;
@@ -263,34 +266,37 @@ static int bench_shape(const char *cmd, size_t N, size_t K, const machine *mc, b
         for (int prec = 0; prec < 2; prec++) {
             qtk_matmul_options o = {QTK_MM_NK, (qtk_precision)prec, 1};
             qtk_mm_path path;
+            const char *kern = "";
             st = qtk_matmul_path(tq, 1, &o, &path);
+            if (!st) st = qtk_matmul_kernel(tq, 1, &o, &kern);
             if (st) break;
             if (prec == 1 && path != QTK_MM_PATH_INTEGER) continue; /* no integer path: same as exact */
             t = time_matmul(tq, NULL, x, 1, K, y, N, &o, mc->repeat_gemv, &st);
             if (st) break;
-            row(shape, label, bpw, qtk_mm_path_name(path), 1, 1, t, wb, N, K, mc, wb / t / rrate, 0);
+            row(shape, label, bpw, qtk_mm_path_name(path), 1, 1, t, wb, N, K, mc, wb / t / rrate, 0, kern);
             if (rrate2 > 0) { /* GEMV on N threads, against the read rate of N threads */
                 qtk_matmul_options on = o;
                 on.threads = mc->threads;
                 double tn = time_matmul(tq, NULL, x, 1, K, y, N, &on, mc->repeat_gemv, &st);
                 if (st) break;
-                row(shape, label, bpw, qtk_mm_path_name(path), 1, mc->threads, tn, wb, N, K, mc, wb / tn / rrate2, t / tn);
+                row(shape, label, bpw, qtk_mm_path_name(path), 1, mc->threads, tn, wb, N, K, mc, wb / tn / rrate2, t / tn, kern);
             }
             if (N * K > 2000000) { /* GEMM only on the large shapes */
                 st = qtk_matmul_path(tq, MB, &o, &path);
+                if (!st) st = qtk_matmul_kernel(tq, MB, &o, &kern);
                 if (st) break;
                 if (prec == 1 && path != QTK_MM_PATH_INTEGER) continue; /* fast = exact here */
                 double t1 = time_matmul(tq, NULL, x, MB, K, y, N, &o, mc->repeat_gemm, &st);
                 if (st) break;
                 row(shape, label, bpw, qtk_mm_path_name(path), MB, 1, t1, wb, N, K, mc,
-                    mc->peak > 0 ? 2.0 * MB * (double)N * (double)K / t1 / 1e9 / mc->peak : 0, 0);
+                    mc->peak > 0 ? 2.0 * MB * (double)N * (double)K / t1 / 1e9 / mc->peak : 0, 0, kern);
                 if (mc->threads > 1) {
                     o.threads = mc->threads;
                     double t2 = time_matmul(tq, NULL, x, MB, K, y, N, &o, mc->repeat_gemm, &st);
                     if (st) break;
                     row(shape, label, bpw, qtk_mm_path_name(path), MB, mc->threads, t2, wb, N, K, mc,
                         mc->peak > 0 ? 2.0 * MB * (double)N * (double)K / t2 / 1e9 / (mc->peak * mc->threads) : 0,
-                        t1 / t2);
+                        t1 / t2, kern);
                 }
             }
         }
@@ -299,7 +305,7 @@ static int bench_shape(const char *cmd, size_t N, size_t K, const machine *mc, b
             qtk_set_isa(QTK_ISA_SCALAR);
             t = time_matmul(tq, NULL, x, 1, K, y, N, &o1, 1, &st);
             qtk_set_isa(prev);
-            if (!st) row(shape, label, bpw, "reference", 1, 1, t, wb, N, K, mc, wb / t / rrate, 0);
+            if (!st) row(shape, label, bpw, "reference", 1, 1, t, wb, N, K, mc, wb / t / rrate, 0, "scalar reference");
         }
         qtk_tensor_free(tq);
         if (st) goto fail;
@@ -365,8 +371,8 @@ int cli_bench_matmul(int argc, char **argv) {
         lbuf[strcspn(lbuf, "\n")] = '\0';
     }
     printf("load average at start: %s\n\n", lbuf[0] ? lbuf : "unknown");
-    printf("| shape     | scheme                 | bits  | path      |  M | T |        ms |  W GB/s | GFLOP/s | cyc/32w |  roof | x2thr |\n");
-    printf("|-----------|------------------------|-------|-----------|----|---|-----------|---------|---------|---------|-------|-------|\n");
+    printf("| shape     | scheme                 | bits  | path      |  M | T |        ms |  W GB/s | GFLOP/s | cyc/32w |  roof | x2thr | kernel |\n");
+    printf("|-----------|------------------------|-------|-----------|----|---|-----------|---------|---------|---------|-------|-------|--------|\n");
     static const size_t shapes[][2] = {{4096, 4096}, {14336, 4096}, {1024, 1024}};
     for (size_t i = 0; i < 3; i++) {
         if (quick && i == 1) continue;

@@ -131,6 +131,10 @@ typedef void (*qtk__mm_range_fn)(const qtk__mm *c, size_t n0, size_t n1, float *
 
 typedef struct qtk__mm_isa {
     const char *name;
+    /* what each path is built on at this level (qtk_matmul_kernel) */
+    const char *generic_name, *fused_name, *tiled_name;
+    const char *(*int_name)(const qtk__mm *c);
+    const char *gb_int_name;
     unsigned lanes;     /* f32 lanes per vector: the chunk geometry */
     unsigned ir, jr;    /* microkernel tile: ir broadcast rows x jr vector columns (max) */
     size_t fused_max_m; /* nk exact: M up to this runs the fused kernel */

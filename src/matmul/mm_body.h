@@ -797,8 +797,8 @@ static bool int_twos(const qtk__mmw *w, int ik) {
     return true;
 }
 
-/* Quantizes the activations and lays them out for the flavour this call takes. */
-static qtk_status int_prepare(qtk__mm *c) {
+/* The flavour this call takes: c->ivar and c->ioff. */
+static void int_choose(qtk__mm *c) {
     const qtk__mmw *w = &c->w;
     const unsigned hooks = qtk__mm_hooks();
     const int ik = dk_of(w);
@@ -844,6 +844,38 @@ static qtk_status int_prepare(qtk__mm *c) {
     } else {
         c->ivar = IV_SGN;
     }
+}
+
+/* What the flavour is built on, for qtk_matmul_kernel (the vocabulary names its instructions;
+ * MV_DP_NAME may be an expression of the CPU's features) */
+#ifndef MV_MAD_INSN
+#  define MV_MAD_INSN "lane loops (pmaddubsw's sums)"
+#endif
+#ifndef MV_TERN_INSN
+#  define MV_TERN_INSN "lane loops (psadbw's sums)"
+#endif
+#ifndef MV_DP_NAME
+#  ifdef MV_DP_INSN
+#    define MV_DP_NAME MV_NAME " integer: " MV_DP_INSN
+#  else
+#    define MV_DP_NAME MV_NAME " integer: lane loops (vpdpbusd's sums)"
+#  endif
+#endif
+static const char *int_name(const qtk__mm *c0) {
+    qtk__mm c = *c0;
+    int_choose(&c);
+    switch (c.ivar) {
+    case IV_DP: return MV_DP_NAME;
+    case IV_TERN: return MV_NAME " integer: multiply-free, " MV_TERN_INSN;
+    case IV_XOR: return MV_NAME " integer: " MV_MAD_INSN ", weights + offset by xor";
+    case IV_OFF: return MV_NAME " integer: " MV_MAD_INSN ", weights + offset by table";
+    default: return MV_NAME " integer: " MV_MAD_INSN ", |w| times x with w's sign";
+    }
+}
+
+/* Quantizes the activations and lays them out for the flavour this call takes. */
+static qtk_status int_prepare(qtk__mm *c) {
+    int_choose(c);
     const bool need_xc = c->ivar != IV_SGN && c->ivar != IV_TERN && !(c->ivar == IV_DP && MV_DP_BIAS == 0);
     qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, need_xc, qtk__mm_quantize_row);
     if (!st) c->ws_floats = mm_row_ws(c);

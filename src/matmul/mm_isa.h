@@ -1,7 +1,15 @@
 /* mm_isa.h — the kernel table of one level, included last by mm_portable.c, mm_avx2.c and
  * mm_avx512.c. */
+#ifndef MV_GB_INSN
+#  define MV_GB_INSN "lane loops"
+#endif
 const qtk__mm_isa MV_TABLE = {
     .name = MV_NAME,
+    .generic_name = MV_NAME " generic: tiles decoded by the element codecs, f32 microkernel",
+    .fused_name = MV_NAME " exact: fused GEMV, weights decoded in registers",
+    .tiled_name = MV_NAME " exact: tiled GEMM, tiles decoded into L1, f32 microkernel",
+    .int_name = int_name,
+    .gb_int_name = MV_NAME " integer: ggml's blocks, " MV_GB_INSN,
     .lanes = MV_L,
     .ir = IR,
     .jr = MV_JV * MV_L,

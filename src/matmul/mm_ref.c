@@ -129,8 +129,18 @@ size_t qtk__mm_ref_ws(const qtk__mm *c) {
     return c->K > kn ? c->K : kn;
 }
 
+static const char *ref_int_name(const qtk__mm *c) {
+    (void)c;
+    return "scalar integer: int32 sums per block of x, in order of k";
+}
+
 const qtk__mm_isa qtk__mm_isa_ref = {
     .name = "scalar",
+    .generic_name = "scalar reference: element codecs, f32 sums in order of k",
+    .fused_name = "scalar reference: element codecs, f32 sums in order of k",
+    .tiled_name = "scalar reference: element codecs, f32 sums in order of k",
+    .int_name = ref_int_name,
+    .gb_int_name = "scalar integer: ggml's blocks, int32 sums per block, in order of k",
     .lanes = 1,
     .ir = 1,
     .jr = 1,

@@ -26,6 +26,10 @@
 #define MV_INT_MAX_M {16, 32, SIZE_MAX}
 /* the VNNI twin of the integer kernel: AVX-VNNI (checked at run time) */
 #define MV_DP_TARGET __attribute__((target("avxvnni")))
+#define MV_DP_INSN "vpdpbusd (AVX-VNNI)"
+#define MV_MAD_INSN "vpmaddubsw + vpmaddwd"
+#define MV_TERN_INSN "vpsadbw"
+#define MV_GB_INSN "vpmaddubsw + vpmaddwd"
 #define MV_DP_FEATURE QTK_CPU_AVXVNNI
 
 typedef __m256 mvf;

@@ -21,6 +21,10 @@
 #define MV_TERN 1
 #define MV_JV 4
 #define MV_DP_TARGET __attribute__((target("avx512vnni")))
+#define MV_DP_INSN "vpdpbusd (AVX512-VNNI)"
+#define MV_MAD_INSN "vpmaddubsw + vpmaddwd"
+#define MV_TERN_INSN "vptestmb + vpsadbw"
+#define MV_GB_INSN "vpmaddubsw + vpmaddwd at 32 bytes (vpdpbusd for Q4_1, Q5_0, Q5_1 where the CPU has AVX512-VNNI)"
 #define MV_DP_FEATURE QTK_CPU_AVX512VNNI
 
 typedef __m512 mvf;

@@ -22,6 +22,12 @@
 #define MV_DP_BIAS 0
 /* arm_neon.h defines vdotq_s32 for armv8.2-a+dotprod; every CPU with the dot product is v8.2 or later */
 #define MV_DP_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
+/* the dot product mm_neon.c's nk_int takes */
+#define MV_DP_NAME                                                                                                     \
+    ((qtk__mm_features() & QTK_CPU_DOTPROD) && !(qtk__mm_hooks() & QTK__MM_HOOK_INT_MAD)                               \
+         ? "neon integer: sdot"                                                                                        \
+         : "neon integer: smull + sadalp (no dot product)")
+#define MV_GB_INSN "lane loops, tbl lookups"
 #include "mmv_portable.h"
 
 MV_AI int8x16_t mv_s8(mvi v) { return (int8x16_t)v; }

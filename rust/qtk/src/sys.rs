@@ -338,6 +338,9 @@ extern "C" {
 extern "C" {
     pub fn qtk_mm_path_name(p: qtk_mm_path) -> *const std::os::raw::c_char;
 }
+extern "C" {
+    pub fn qtk_matmul_kernel(w: *const qtk_tensor, m: usize, opts: *const qtk_matmul_options, kernel: *mut *const std::os::raw::c_char) -> qtk_status;
+}
 pub type sig_atomic_t = __sig_atomic_t;
 pub const qtk_ckpt_format_QTK_CKPT_UNKNOWN: qtk_ckpt_format = 0;
 pub const qtk_ckpt_format_QTK_CKPT_BURNPACK: qtk_ckpt_format = 1;
