@@ -124,19 +124,57 @@ const char qtkpy_matmul_path_doc[] =
     "Which kernel family matmul(weight, x) with M = m rows of x runs on this machine at the current ISA\n"
     "level: 'reference', 'exact', 'generic' or 'integer'.";
 
-PyObject *qtkpy_matmul_path(PyObject *self, PyObject *args, PyObject *kw) {
-    (void)self;
+/* The arguments of matmul_path and matmul_kernel: (weight, m=1, layout='nk', precision='exact'). */
+static bool mm_query_args(PyObject *args, PyObject *kw, const char *fmt, const char *name, const qtk_tensor **t, size_t *m,
+                          qtk_matmul_options *mo) {
     static const char *kwlist[] = {"weight", "m", "layout", "precision", NULL};
     PyObject *w_o;
-    Py_ssize_t m = 1;
-    qtk_matmul_options mo = {QTK_MM_NK, QTK_PRECISION_EXACT, 0};
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "O|nO&O&:matmul_path", QTKPY_KW(kwlist), &w_o, &m, layout_conv, &mo.layout,
-                                     precision_conv, &mo.precision))
-        return qtkpy_rewrap("matmul_path");
-    if (!PyObject_TypeCheck(w_o, &qtkpy_TensorType)) return qtkpy_fail(QTK_E_ARG, "weight must be a qtk.Tensor");
-    if (m < 0) return qtkpy_fail(QTK_E_ARG, "m must be >= 0");
+    Py_ssize_t mm = 1;
+    *mo = (qtk_matmul_options){QTK_MM_NK, QTK_PRECISION_EXACT, 0};
+    if (!PyArg_ParseTupleAndKeywords(args, kw, fmt, QTKPY_KW(kwlist), &w_o, &mm, layout_conv, &mo->layout, precision_conv,
+                                     &mo->precision)) {
+        qtkpy_rewrap(name);
+        return false;
+    }
+    if (!PyObject_TypeCheck(w_o, &qtkpy_TensorType)) {
+        qtkpy_fail(QTK_E_ARG, "weight must be a qtk.Tensor");
+        return false;
+    }
+    if (mm < 0) {
+        qtkpy_fail(QTK_E_ARG, "m must be >= 0");
+        return false;
+    }
+    *t = ((qtkpy_TensorObject *)w_o)->t;
+    *m = (size_t)mm;
+    return true;
+}
+
+PyObject *qtkpy_matmul_path(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    const qtk_tensor *t;
+    size_t m;
+    qtk_matmul_options mo;
+    if (!mm_query_args(args, kw, "O|nO&O&:matmul_path", "matmul_path", &t, &m, &mo)) return NULL;
     qtk_mm_path p;
-    qtk_status st = qtk_matmul_path(((qtkpy_TensorObject *)w_o)->t, (size_t)m, &mo, &p);
+    qtk_status st = qtk_matmul_path(t, m, &mo, &p);
     if (st) return qtkpy_raise(st);
     return PyUnicode_FromString(qtk_mm_path_name(p));
+}
+
+const char qtkpy_matmul_kernel_doc[] =
+    "matmul_kernel(weight, m=1, layout='nk', precision='exact') -> str\n\n"
+    "What matmul(weight, x) with M = m rows of x runs on this machine at the current ISA level, as text:\n"
+    "the level, the path and, on the integer path, the instruction that multiplies (e.g.\n"
+    "'avx512 integer: vpdpbusd (AVX512-VNNI)', 'neon integer: sdot'). For logs and benchmarks.";
+
+PyObject *qtkpy_matmul_kernel(PyObject *self, PyObject *args, PyObject *kw) {
+    (void)self;
+    const qtk_tensor *t;
+    size_t m;
+    qtk_matmul_options mo;
+    if (!mm_query_args(args, kw, "O|nO&O&:matmul_kernel", "matmul_kernel", &t, &m, &mo)) return NULL;
+    const char *k = NULL;
+    qtk_status st = qtk_matmul_kernel(t, m, &mo, &k);
+    if (st) return qtkpy_raise(st);
+    return PyUnicode_FromString(k);
 }

@@ -375,6 +375,7 @@ static PyMethodDef methods[] = {
     {"quantize", FN(qtkpy_quantize), METH_VARARGS | METH_KEYWORDS, qtkpy_quantize_doc},
     {"matmul", FN(qtkpy_matmul), METH_VARARGS | METH_KEYWORDS, qtkpy_matmul_doc},
     {"matmul_path", FN(qtkpy_matmul_path), METH_VARARGS | METH_KEYWORDS, qtkpy_matmul_path_doc},
+    {"matmul_kernel", FN(qtkpy_matmul_kernel), METH_VARARGS | METH_KEYWORDS, qtkpy_matmul_kernel_doc},
     {"open", FN(qtkpy_open), METH_VARARGS | METH_KEYWORDS, qtkpy_open_doc},
     {"save", FN(qtkpy_save), METH_VARARGS | METH_KEYWORDS, qtkpy_save_doc},
     {"convert", FN(qtkpy_convert), METH_VARARGS | METH_KEYWORDS, qtkpy_convert_doc},

@@ -104,12 +104,13 @@ extern PyTypeObject qtkpy_CheckpointType;
 PyObject *qtkpy_quantize(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *qtkpy_matmul(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *qtkpy_matmul_path(PyObject *self, PyObject *args, PyObject *kw);
+PyObject *qtkpy_matmul_kernel(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *qtkpy_open(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *qtkpy_save(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *qtkpy_convert(PyObject *self, PyObject *args, PyObject *kw);
 PyObject *qtkpy_evaluate(PyObject *self, PyObject *args, PyObject *kw);
 
-extern const char qtkpy_quantize_doc[], qtkpy_matmul_doc[], qtkpy_matmul_path_doc[], qtkpy_open_doc[],
+extern const char qtkpy_quantize_doc[], qtkpy_matmul_doc[], qtkpy_matmul_path_doc[], qtkpy_matmul_kernel_doc[], qtkpy_open_doc[],
     qtkpy_save_doc[], qtkpy_convert_doc[], qtkpy_evaluate_doc[];
 
 /* ---- the allocator of the extension's libqtk (pool.c) ---- */

@@ -132,6 +132,7 @@ def test_tensor_methods(t, v, kw):
     call(T4.dequantize, v, **kw)
     call(T4.convert, v, **kw)
     call(qtk.matmul_path, T4, v, **kw)
+    call(qtk.matmul_kernel, T4, v, **kw)
 
 
 @SETTINGS

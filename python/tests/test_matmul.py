@@ -82,6 +82,8 @@ def test_fast_within_its_bound(spec, block):
     assert qtk.matmul_path(t, 1) in ("exact", "reference")
     assert qtk.matmul_path(t, 64, precision="fast") in ("integer", "exact", "reference")
     assert qtk.matmul_path(t, 100000, precision="fast") != "integer" or spec.startswith("q2")
+    kernel = qtk.matmul_kernel(t, 1, precision="fast")
+    assert kernel.startswith(qtk.get_isa()) and "integer" in kernel, kernel
 
 
 def test_dense_f32_weights_and_conversions():
