@@ -187,6 +187,9 @@ static void gg_free(gg_mm *g) {
  * timed beside vpdpbusd in the same process. */
 void qtk__mm_set_feature_mask(unsigned drop);
 #define BENCH_DROP_VNNI ((1u << 8) | (1u << 11))
+/* and the hook that keeps 2-bit weights off the multiply-free kernel (QTK__MM_HOOK_NO_TERN) */
+void qtk__mm_set_hooks(unsigned hooks);
+#define BENCH_NO_TERN 8u
 
 static double qtk_run(const qtk_tensor *t, const float *x, size_t m, size_t k, float *y, size_t n, qtk_precision prec,
                       int threads) {
@@ -269,8 +272,9 @@ int main(int argc, char **argv) {
     printf("load average at start: %s\n", lbuf[0] ? lbuf : "unknown");
     printf("read GB/s: the read-only streaming rate over a buffer the size of qtk's weights, measured\n"
            "interleaved with the products; roof = qtk fast's weight bytes per second / that rate (M = 1)\n\n");
-    printf("fast-mad: qtk fast with VNNI withheld (vpmaddubsw), where fast runs vpdpbusd; kernel: qtk_matmul_kernel of fast\n\n");
-    printf("| shape (NxK)  |  M | T | type   | qtk scheme                   | ggml ms | exact ms | fast ms | exact/ggml | fast/ggml | read GB/s | fast GB/s | roof | ggml GB/s | fast-mad ms | mad/vnni | kernel |\n");
+    printf("fast-alt: qtk fast with VNNI withheld (vpmaddubsw) where fast runs vpdpbusd, or kept off the multiply-free\n"
+           "kernel (the dot product) where fast runs that; kernel: qtk_matmul_kernel of fast\n\n");
+    printf("| shape (NxK)  |  M | T | type   | qtk scheme                   | ggml ms | exact ms | fast ms | exact/ggml | fast/ggml | read GB/s | fast GB/s | roof | ggml GB/s | fast-alt ms | alt/fast | kernel |\n");
     printf("|--------------|----|---|--------|------------------------------|---------|----------|---------|------------|-----------|-----------|-----------|------|-----------|-------------|----------|--------|\n");
     for (size_t si = 0; si < NSHAPES; si++) {
         char idx[8];
@@ -310,17 +314,23 @@ int main(int argc, char **argv) {
             const char *kern = "";
             qtk_matmul_options fo = {QTK_MM_NK, QTK_PRECISION_FAST, 1};
             if (qtk_matmul_kernel(t, M, &fo, &kern)) kern = "?";
-            const bool vnni = strstr(kern, "vpdpbusd") != NULL;
+            const bool vnni = strstr(kern, "vpdpbusd") != NULL || getenv("BENCH_ALT_DROP"),
+                       tern = strstr(kern, "multiply-free") != NULL;
             for (int ti = 0; ti < nthr; ti++) {
                 int T = thr[ti];
                 int R = M == 1 ? reps : (reps / 4 > 3 ? reps / 4 : 3);
                 double bg = 1e30, be = 1e30, bf = 1e30, br = 1e30, bm = 1e30;
                 for (int r = 0; r < R; r++) {
-                    if (vnni) {
-                        qtk__mm_set_feature_mask(BENCH_DROP_VNNI);
+                    if (vnni || tern) {
+                        /* BENCH_ALT_DROP=0xBITS: withhold those feature bits instead (exploration) */
+                        const char *drop = getenv("BENCH_ALT_DROP");
+                        if (drop) qtk__mm_set_feature_mask((unsigned)strtoul(drop, NULL, 0));
+                        else if (tern) qtk__mm_set_hooks(BENCH_NO_TERN);
+                        else qtk__mm_set_feature_mask(BENCH_DROP_VNNI);
                         double d = qtk_run(t, x, M, K, y2, N, QTK_PRECISION_FAST, T);
                         if (d < bm) bm = d;
                         qtk__mm_set_feature_mask(0);
+                        qtk__mm_set_hooks(0);
                     }
                     double d = gg_run(&g, T);
                     if (d < bg) bg = d;
@@ -340,7 +350,7 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "warning: %s %zux%zu M=%zu: fast vs exact %.3g, ggml vs exact %.3g\n", pr->name, N, K,
                             M, dfast, dgg);
                 char sh[16], rd[16] = "", fg[16] = "", rf[16] = "", gg[16] = "", fm[16] = "", mv[16] = "";
-                if (vnni) {
+                if (vnni || tern) {
                     snprintf(fm, sizeof fm, "%.3f", bm * 1e3);
                     snprintf(mv, sizeof mv, "%.2f", bm / bf);
                 }

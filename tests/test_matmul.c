@@ -485,8 +485,10 @@ static void kernel_names(void) {
             if (path == QTK_MM_PATH_INTEGER && cf->isa != QTK_ISA_SCALAR) {
                 const unsigned vnni = QTK_CPU_AVX512VNNI | QTK_CPU_AVXVNNI;
                 const bool mad = (cf->hooks & QTK__MM_HOOK_INT_MAD) || (cf->drop & vnni);
-                const bool has_vnni = cf->isa == QTK_ISA_AVX512 ? (qtk__cpu_features() & QTK_CPU_AVX512VNNI) != 0
-                                                                : (qtk__cpu_features() & QTK_CPU_AVXVNNI) != 0;
+                /* q4f's codes are two's complement: on the CPUs where vpmaddubsw is faster they take it */
+                const bool has_vnni = (cf->isa == QTK_ISA_AVX512 ? (qtk__cpu_features() & QTK_CPU_AVX512VNNI) != 0
+                                                                 : (qtk__cpu_features() & QTK_CPU_AVXVNNI) != 0) &&
+                                      !(qtk__cpu_features() & QTK_CPU_MADD_OVER_DPBUSD);
                 if (cf->isa == QTK_ISA_AVX2 || cf->isa == QTK_ISA_AVX512)
                     CHECK_MSG(strstr(k, !mad && has_vnni ? "vpdpbusd" : "vpmaddubsw"), "isa %s hooks %u drop %x: '%s'", lv,
                               cf->hooks, cf->drop, k);
@@ -1030,12 +1032,15 @@ static unsigned config_lanes(const config *cf) {
     return cf->isa == QTK_ISA_AVX512 ? 16 : cf->isa == QTK_ISA_AVX2 ? 8 : 4;
 }
 /* the family: its width, + 32 for the portable vocabulary, + 64 for the ternary kernel
- * (2-bit integer weights where the configuration takes it) */
-static unsigned config_family(const config *cf, const char *spec) {
+ * (where qtk_matmul_kernel says the call takes it; the portable bodies at other widths name
+ * the level's kernel, so the hook decides there) */
+static unsigned config_family(const config *cf, const problem *p) {
     const bool x86 = !cf->body && (cf->isa == QTK_ISA_AVX2 || cf->isa == QTK_ISA_AVX512);
-    const bool t2 = strncmp(spec, "q2", 2) == 0 && !strstr(spec, "table=");
-    const bool tern = t2 && ((cf->hooks & QTK__MM_HOOK_TERN) ||
-                             (!cf->body && cf->isa == QTK_ISA_AVX512 && !(cf->hooks & QTK__MM_HOOK_NO_TERN)));
+    const char *k = "";
+    qtk_matmul_options o = {QTK_MM_NK, QTK_PRECISION_FAST, 1};
+    CHECK_OK(qtk_matmul_kernel(p->t, p->M, &o, &k));
+    const bool t2 = (p->s.value == QTK_VALUE_Q2S || p->s.value == QTK_VALUE_Q2F) && p->s.mode != QTK_MODE_LOOKUP;
+    const bool tern = cf->body ? t2 && (cf->hooks & QTK__MM_HOOK_TERN) : strstr(k, "multiply-free") != NULL;
     return config_lanes(cf) + (x86 ? 0 : 32) + (tern ? 64 : 0);
 }
 static void integer_flavours_same_bits(void) {
@@ -1062,7 +1067,7 @@ static void integer_flavours_same_bits(void) {
                 CHECK_OK(qtk_matmul_path(p.t, p.M, &o, &path));
                 if (path != QTK_MM_PATH_INTEGER) continue;
                 CHECK_OK(run(&p, QTK_PRECISION_FAST, 1 + (int)(ci % 2), y));
-                const unsigned L = config_family(cf, specs[si]);
+                const unsigned L = config_family(cf, &p);
                 configs[L]++;
                 if (!first[L]) {
                     first[L] = malloc(ny * sizeof(float));

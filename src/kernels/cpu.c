@@ -37,7 +37,12 @@ static unsigned detect(void) {
     unsigned f = 0;
 #if QTK_X86
     unsigned a, b, c, d;
+    if (!__get_cpuid(0, &a, &b, &c, &d)) return 0;
+    const bool amd = b == 0x68747541u && d == 0x69746e65u && c == 0x444d4163u; /* "AuthenticAMD" */
     if (!__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    /* family: base 0xf plus the extended family (bits 20-27) */
+    const unsigned family = ((a >> 8) & 0xf) == 0xf ? 0xf + ((a >> 20) & 0xff) : (a >> 8) & 0xf;
+    if (amd && family == 0x19) f |= QTK_CPU_MADD_OVER_DPBUSD;
     bool osxsave = c & (1u << 27), fma = c & (1u << 12), f16c = c & (1u << 29), avx = c & (1u << 28);
     if (!osxsave || !avx) return 0;
     unsigned long long xcr0 = xgetbv0();

@@ -20,6 +20,9 @@ enum {
     QTK_CPU_BMI2 = 1u << 12,
     QTK_CPU_NEON = 1u << 13,    /* AArch64 Advanced SIMD (HWCAP_ASIMD) */
     QTK_CPU_DOTPROD = 1u << 14, /* AArch64 sdot/udot (HWCAP_ASIMDDP) */
+    /* not an instruction set: a CPU (AMD family 19h, Zen 4) where vpmaddubsw + vpmaddwd beat
+     * vpdpbusd for 8- and 4-bit integer weights (docs/performance.md, bench_ggml's fast-alt) */
+    QTK_CPU_MADD_OVER_DPBUSD = 1u << 15,
 };
 
 /* Feature bits of this CPU (with OS support for the register state), detected once. */

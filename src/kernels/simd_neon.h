@@ -6,6 +6,8 @@
  *                                                         x86's vpsrlvd/vpsllvd
  *   vf_lut16   tbl over the 64 bytes of a 16-entry f32 table: the lanes' indices spread to
  *              byte offsets 4i..4i+3, one four-register tbl
+ *   vi_load_codes4/2, vi_load_codes4x2_lut   the packed codes' bytes spread to their lanes by
+ *              one tbl, then ushl by each lane's position in its byte and a mask
  * Each computes the IEEE result of its portable counterpart, so the bits are the same. */
 #ifndef QTK_SIMD_NEON_H
 #define QTK_SIMD_NEON_H
@@ -50,6 +52,30 @@ static inline vi vi_srlv(vi a, vi s) {
 static inline vi vi_sllv(vi a, vi s) {
     int32x4_t n = vreinterpretq_s32_u32(vminq_u32(vi_neon(s), vdupq_n_u32(32)));
     return vi_of_neon(vshlq_u32(vi_neon(a), n));
+}
+
+/* byte k of the 16 bytes at the index vector's lanes: lane l <- byte idx[l] (255: 0) */
+static const uint8_t nib_spread[2][16] = {{0, 255, 255, 255, 0, 255, 255, 255, 1, 255, 255, 255, 1, 255, 255, 255},
+                                          {2, 255, 255, 255, 2, 255, 255, 255, 3, 255, 255, 255, 3, 255, 255, 255}};
+static const int32_t nib_shift[4] = {0, -4, 0, -4}, crumb_shift[4] = {0, -2, -4, -6};
+/* VW nibbles from VW/2 bytes, element 2k in the low nibble of byte k */
+static inline vi vi_load_codes4(const uint8_t *p) {
+    uint16_t h;
+    memcpy(&h, p, 2);
+    uint8x16_t b = vqtbl1q_u8(vreinterpretq_u8_u16(vdupq_n_u16(h)), vld1q_u8(nib_spread[0]));
+    return vi_of_neon(vandq_u32(vshlq_u32(vreinterpretq_u32_u8(b), vld1q_s32(nib_shift)), vdupq_n_u32(15)));
+}
+static inline vi vi_load_codes2(const uint8_t *p) {
+    return vi_of_neon(vandq_u32(vshlq_u32(vdupq_n_u32(p[0]), vld1q_s32(crumb_shift)), vdupq_n_u32(3)));
+}
+/* 2 x VW nibbles for vf_lut16 only (bits above the low 4 left as they fall) */
+static inline void vi_load_codes4x2_lut(const uint8_t *p, vi *c0, vi *c1) {
+    uint32_t w;
+    memcpy(&w, p, 4);
+    uint8x16_t b = vreinterpretq_u8_u32(vdupq_n_u32(w));
+    int32x4_t sh = vld1q_s32(nib_shift);
+    *c0 = vi_of_neon(vshlq_u32(vreinterpretq_u32_u8(vqtbl1q_u8(b, vld1q_u8(nib_spread[0]))), sh));
+    *c1 = vi_of_neon(vshlq_u32(vreinterpretq_u32_u8(vqtbl1q_u8(b, vld1q_u8(nib_spread[1]))), sh));
 }
 
 /* 16 f32 entries as 64 table bytes */

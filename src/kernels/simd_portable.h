@@ -162,6 +162,7 @@ static inline vi vi_load_u32(const uint8_t *p) {
     LANES r[l_] = (int32_t)qtk__ld32(p + 4 * l_);
     return r;
 }
+#ifndef SIMD_NATIVE_OPS
 /* VW nibbles from VW/2 bytes, element 2k in the low nibble of byte k */
 static inline vi vi_load_codes4(const uint8_t *p) {
     vi r;
@@ -177,6 +178,7 @@ static inline void vi_load_codes4x2_lut(const uint8_t *p, vi *c0, vi *c1) {
     *c0 = vi_load_codes4(p);
     *c1 = vi_load_codes4(p + VW / 2);
 }
+#endif
 
 static inline void vi_store_u8(uint8_t *p, vi a) { LANES p[l_] = (uint8_t)a[l_]; }
 static inline void vi_store_u16(uint8_t *p, vi a) { LANES qtk__st16(p + 2 * l_, (uint16_t)a[l_]); }

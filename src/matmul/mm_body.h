@@ -778,7 +778,7 @@ static void ukr(size_t kc, const float *a, size_t lda, const float *b, size_t ld
 
 /* ---- the integer path's flavours and their choice ---- */
 
-enum { IV_DP, IV_OFF, IV_SGN, IV_TERN, IV_XOR };
+enum { IV_DP, IV_OFF, IV_SGN, IV_TERN, IV_XOR, IV_XDP };
 
 /* What IV_DP adds to the weights: 128 for a dot product of unsigned weights by signed
  * activations (vpdpbusd); 0 where the vocabulary's mvi_dp multiplies signed bytes (NEON's
@@ -812,10 +812,20 @@ static void int_choose(qtk__mm *c) {
         }
     }
 #ifdef MV_DP_FEATURE
-    const bool dp = MV_HAS_DP || (qtk__mm_features() & MV_DP_FEATURE) != 0;
+    const unsigned feat = qtk__mm_features();
+    bool dp = MV_HAS_DP || (feat & MV_DP_FEATURE) != 0;
+    /* where vpmaddubsw + vpmaddwd are measured faster than vpdpbusd (QTK_CPU_MADD_OVER_DPBUSD):
+     * 8-bit integers and 4-bit codes that take the xor or offset flavour run on them; 4-bit
+     * tables that would need the sign flavour, and 2-bit weights, keep vpdpbusd */
+    if (dp && (feat & QTK_CPU_MADD_OVER_DPBUSD) &&
+        (ik == DK_I8 || (ik == DK_T4I && (int_twos(w, ik) || (int)per * (hi - lo) <= 129))))
+        dp = false;
 #else
     const bool dp = MV_HAS_DP;
 #endif
+    /* the multiply-free kernel where the level has no dot product instruction: vpdpbusd is
+     * faster (0.58-0.72 of its time at 4096x4096 and 14336x4096, one and two threads, AMD
+     * Zen 4; 0.82 on Sapphire Rapids) */
     const bool tern = ik == DK_T2I && !w->p->lookup && !w->zb && c->bx == 32 && c->M <= QTK__MM_INT_MAX_M;
     c->ioff = 0;
 #ifdef MV_ONLY_DP
@@ -830,11 +840,18 @@ static void int_choose(qtk__mm *c) {
         c->ioff = MV_DP_BIAS;
     } else
 #endif
-    if (tern && ((MV_TERN && !(hooks & QTK__MM_HOOK_NO_TERN)) || (hooks & QTK__MM_HOOK_TERN))) {
+    if (tern && ((MV_TERN && !(dp && !(hooks & QTK__MM_HOOK_INT_MAD)) && !(hooks & QTK__MM_HOOK_NO_TERN)) ||
+                 (hooks & QTK__MM_HOOK_TERN))) {
         c->ivar = IV_TERN;
     } else if (dp && !(hooks & QTK__MM_HOOK_INT_MAD)) {
-        c->ivar = IV_DP;
-        c->ioff = MV_DP_BIAS;
+        /* two's complement codes need no table: their top bit flipped is value + 2^(width-1) */
+        if (MV_DP_BIAS && int_twos(w, ik)) {
+            c->ivar = IV_XDP;
+            c->ioff = 1 << (dk_cw(ik) - 1);
+        } else {
+            c->ivar = IV_DP;
+            c->ioff = MV_DP_BIAS;
+        }
     } else if (int_twos(w, ik)) {
         c->ivar = IV_XOR;
         c->ioff = 1 << (dk_cw(ik) - 1);
@@ -866,6 +883,9 @@ static const char *int_name(const qtk__mm *c0) {
     int_choose(&c);
     switch (c.ivar) {
     case IV_DP: return MV_DP_NAME;
+#ifdef MV_DP_INSN
+    case IV_XDP: return MV_NAME " integer: " MV_DP_INSN ", weights + offset by xor";
+#endif
     case IV_TERN: return MV_NAME " integer: multiply-free, " MV_TERN_INSN;
     case IV_XOR: return MV_NAME " integer: " MV_MAD_INSN ", weights + offset by xor";
     case IV_OFF: return MV_NAME " integer: " MV_MAD_INSN ", weights + offset by table";

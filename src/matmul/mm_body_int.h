@@ -14,6 +14,9 @@
  *   IV_OFF  pmaddubsw on unsigned weights (value + off, off = -min value) when the int16
  *           sums of all planes cannot saturate (per x (max - min) <= 129), one pmaddwd,
  *           starting from -off x Σq;
+ *   IV_XDP  IV_XOR's weights (below) on vpdpbusd: the code with its top bit flipped is
+ *           value + 2^(width-1), unsigned, so no table lookup; the lane starting from
+ *           -2^(width-1) x Σq (vocabularies whose dot product takes unsigned weights);
  *   IV_XOR  IV_OFF for codes that are two's complement integers (q4f, q4s, q2f, q2s, and
  *           Burn's native stores of them): with off = 2^(width-1), value + off is the code
  *           with its top bit flipped, so one xor of the step's bytes replaces the lookups;
@@ -80,7 +83,7 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, con
         u[0] = b;
     } else if (ik == DK_I8) {
         u[0] = iv == IV_SGN || MV_DP_BIAS == 0 ? b : mvi_xor(b, mvi_set1_8((int8_t)-128)); /* DP: + 128 */
-    } else if (iv == IV_XOR) {
+    } else if (iv == IV_XOR || iv == IV_XDP) {
         const mvi bx = mvi_xor(b, kc->xmask);
         MV_UNROLL
         for (unsigned p = 0; p < per; p++) u[p] = mvi_and(p ? mvi_srli(bx, cw * p) : bx, kc->cmask);
@@ -116,7 +119,7 @@ MV_AI MV_IT void SFX(int_step)(const int ik, const int iv, const bool clamp, con
         } else {
             isum = iv == IV_DP && MV_DP_BIAS == 0 ? mvi_zero() : mvi_loadu(xc[i]);
 #if MV_DP
-            if (iv == IV_DP) {
+            if (iv == IV_DP || iv == IV_XDP) {
                 MV_UNROLL
                 for (unsigned p = 0; p < per; p++) isum = mvi_dp(isum, u[p], mvi_loadu(xq[i] + (size_t)p * MV_B));
             } else
@@ -248,6 +251,10 @@ INTK(SFX(int_i8_dp), DK_I8, IV_DP)
 INTK(SFX(int_t8_dp), DK_T8I, IV_DP)
 INTK(SFX(int_t4_dp), DK_T4I, IV_DP)
 INTK(SFX(int_t2_dp), DK_T2I, IV_DP)
+#  if MV_DP_BIAS
+INTK(SFX(int_t4_xdp), DK_T4I, IV_XDP)
+INTK(SFX(int_t2_xdp), DK_T2I, IV_XDP)
+#  endif
 #else
 INTK(SFX(int_i8_sgn), DK_I8, IV_SGN)
 INTK(SFX(int_t8_sgn), DK_T8I, IV_SGN)
@@ -271,6 +278,13 @@ static MV_IT void SFX(nk_int)(const qtk__mm *c, size_t n0, size_t n1, float *ws)
         else SFX(int_t2_dp_z)(c, n0, n1, ws);
         return;
     }
+#  if MV_DP_BIAS
+    if (c->ivar == IV_XDP) {
+        if (ik == DK_T4I) SFX(int_t4_xdp)(c, n0, n1, ws);
+        else SFX(int_t2_xdp)(c, n0, n1, ws);
+        return;
+    }
+#  endif
     switch (ik) {
     case DK_I8: SFX(int_i8_dp)(c, n0, n1, ws); break;
     case DK_T8I: SFX(int_t8_dp)(c, n0, n1, ws); break;

@@ -19,7 +19,7 @@
 #undef MV_IT
 
 static void nk_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
-    if (c->ivar == IV_DP) nk_int_vnni(c, n0, n1, ws);
+    if (c->ivar == IV_DP || c->ivar == IV_XDP) nk_int_vnni(c, n0, n1, ws);
     else nk_int_mad(c, n0, n1, ws);
 }
 
