@@ -889,7 +889,7 @@ static const char *int_name(const qtk__mm *c0) {
     case IV_TERN: return MV_NAME " integer: multiply-free, " MV_TERN_INSN;
     case IV_XOR: return MV_NAME " integer: " MV_MAD_INSN ", weights + offset by xor";
     case IV_OFF: return MV_NAME " integer: " MV_MAD_INSN ", weights + offset by table";
-    default: return MV_NAME " integer: " MV_MAD_INSN ", |w| times x with w's sign";
+    default: return MV_NAME " integer: " MV_MAD_INSN ", abs(w) times x with w's sign";
     }
 }
 
