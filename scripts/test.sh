@@ -47,7 +47,7 @@ TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j 
 echo "== libFuzzer harnesses (clang, ASan + UBSan), ${QTK_FUZZ_SECONDS:-60} s each: any finding fails"
 ./scripts/fuzz.sh all "${QTK_FUZZ_SECONDS:-60}"
 
-echo "== aarch64: cross-compiled with warnings as errors, the suite under qemu-aarch64 (best level, then QTK_ISA=scalar)"
+echo "== aarch64: cross-compiled with warnings as errors, the suite under qemu-aarch64 (neon with sdot, the kernel tests without it, QTK_ISA=scalar)"
 ./scripts/test-arm64.sh
 
 echo "== install into a multiarch prefix; examples/ built against it (find_package, pkg-config)"
