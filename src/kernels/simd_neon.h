@@ -19,26 +19,11 @@
 #define SIMD_NATIVE_OPS 1
 #include "simd_portable.h"
 
-static inline float32x4_t vf_neon(vf a) {
-    float32x4_t r;
-    memcpy(&r, &a, sizeof r);
-    return r;
-}
-static inline vf vf_of_neon(float32x4_t a) {
-    vf r;
-    memcpy(&r, &a, sizeof r);
-    return r;
-}
-static inline uint32x4_t vi_neon(vi a) {
-    uint32x4_t r;
-    memcpy(&r, &a, sizeof r);
-    return r;
-}
-static inline vi vi_of_neon(uint32x4_t a) {
-    vi r;
-    memcpy(&r, &a, sizeof r);
-    return r;
-}
+/* the portable vectors and NEON's are GCC/Clang vectors of 16 bytes: a cast reinterprets */
+#define vf_neon(a) ((float32x4_t)(a))
+#define vf_of_neon(a) ((vf)(a))
+#define vi_neon(a) ((uint32x4_t)(a))
+#define vi_of_neon(a) ((vi)(a))
 
 static inline vf vf_fma(vf a, vf b, vf c) { return vf_of_neon(vfmaq_f32(vf_neon(c), vf_neon(a), vf_neon(b))); }
 static inline vf vf_trunc(vf a) { return vf_of_neon(vrndq_f32(vf_neon(a))); }

@@ -415,8 +415,10 @@ qtk_status qtk_matmul(const qtk_tensor *w, const void *x, qtk_dtype x_dtype, siz
     return st;
 }
 
-/* The plan of a call, without running it: c->path, c->isa, c->fused, ... */
-static qtk_status plan_call(const qtk_tensor *w, size_t m, const qtk_matmul_options *opts, qtk__plan *p, qtk__mm *c) {
+/* The plan of a call, without running it: c->path, c->isa, c->fused, ... The view's plan is
+ * allocated in *pp (the caller frees it, also on failure). */
+static qtk_status plan_call(const qtk_tensor *w, size_t m, const qtk_matmul_options *opts, qtk__plan **pp, qtk__mm *c) {
+    *pp = NULL;
     qtk_matmul_options o;
     qtk_status st = get_opts(opts, &o);
     if (st) return st;
@@ -424,6 +426,8 @@ static qtk_status plan_call(const qtk_tensor *w, size_t m, const qtk_matmul_opti
     if (L->rank != 2) return check_shape(L->shape, L->rank, o.layout, 0, 0);
     size_t k = o.layout == QTK_MM_NK ? L->shape[1] : L->shape[0];
     size_t n = o.layout == QTK_MM_NK ? L->shape[0] : L->shape[1];
+    qtk__plan *p = *pp = qtk__malloc(sizeof *p);
+    if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
     memset(c, 0, sizeof *c);
     st = view_tensor(w, &o, k, n, p, c);
     if (!st) {
@@ -435,10 +439,9 @@ static qtk_status plan_call(const qtk_tensor *w, size_t m, const qtk_matmul_opti
 
 qtk_status qtk_matmul_kernel(const qtk_tensor *w, size_t m, const qtk_matmul_options *opts, const char **kernel) {
     if (!w || !kernel) return qtk__err(QTK_E_ARG, "qtk_matmul_kernel: NULL argument");
-    qtk__plan *p = qtk__malloc(sizeof *p);
-    if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk__plan *p;
     qtk__mm c;
-    qtk_status st = plan_call(w, m, opts, p, &c);
+    qtk_status st = plan_call(w, m, opts, &p, &c);
     if (!st) {
         switch (c.path) {
         case QTK_MM_PATH_REFERENCE: *kernel = "scalar reference: element codecs, f32 sums in order of k"; break;
@@ -453,23 +456,10 @@ qtk_status qtk_matmul_kernel(const qtk_tensor *w, size_t m, const qtk_matmul_opt
 
 qtk_status qtk_matmul_path(const qtk_tensor *w, size_t m, const qtk_matmul_options *opts, qtk_mm_path *path) {
     if (!w || !path) return qtk__err(QTK_E_ARG, "qtk_matmul_path: NULL argument");
-    qtk_matmul_options o;
-    qtk_status st = get_opts(opts, &o);
-    if (st) return st;
-    const qtk_layout *L = qtk_tensor_layout(w);
-    if (L->rank != 2) return check_shape(L->shape, L->rank, o.layout, 0, 0);
-    size_t k = o.layout == QTK_MM_NK ? L->shape[1] : L->shape[0];
-    size_t n = o.layout == QTK_MM_NK ? L->shape[0] : L->shape[1];
-    qtk__plan *p = qtk__malloc(sizeof *p);
-    if (!p) return qtk__err(QTK_E_NOMEM, "out of memory");
+    qtk__plan *p;
     qtk__mm c;
-    memset(&c, 0, sizeof c);
-    st = view_tensor(w, &o, k, n, p, &c);
-    if (!st) {
-        c.M = m;
-        choose(&c, &o);
-        *path = c.path;
-    }
+    qtk_status st = plan_call(w, m, opts, &p, &c);
+    if (!st) *path = c.path;
     qtk__free(p);
     return st;
 }

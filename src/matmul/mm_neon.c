@@ -24,7 +24,7 @@
 #undef MV_DP
 
 static void nk_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
-    if ((qtk__mm_features() & QTK_CPU_DOTPROD) && !(qtk__mm_hooks() & QTK__MM_HOOK_INT_MAD)) nk_int_sdot(c, n0, n1, ws);
+    if (MV_NEON_SDOT()) nk_int_sdot(c, n0, n1, ws);
     else nk_int_mull(c, n0, n1, ws);
 }
 

@@ -22,11 +22,9 @@
 #define MV_DP_BIAS 0
 /* arm_neon.h defines vdotq_s32 for armv8.2-a+dotprod; every CPU with the dot product is v8.2 or later */
 #define MV_DP_TARGET __attribute__((target("arch=armv8.2-a+dotprod")))
-/* the dot product mm_neon.c's nk_int takes */
-#define MV_DP_NAME                                                                                                     \
-    ((qtk__mm_features() & QTK_CPU_DOTPROD) && !(qtk__mm_hooks() & QTK__MM_HOOK_INT_MAD)                               \
-         ? "neon integer: sdot"                                                                                        \
-         : "neon integer: smull + sadalp (no dot product)")
+/* whether the integer path runs on sdot (mm_neon.c's nk_int), and its name */
+#define MV_NEON_SDOT() ((qtk__mm_features() & QTK_CPU_DOTPROD) && !(qtk__mm_hooks() & QTK__MM_HOOK_INT_MAD))
+#define MV_DP_NAME (MV_NEON_SDOT() ? "neon integer: sdot" : "neon integer: smull + sadalp (no dot product)")
 #define MV_GB_INSN "lane loops, tbl lookups"
 #include "mmv_portable.h"
 
