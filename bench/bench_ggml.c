@@ -314,16 +314,17 @@ int main(int argc, char **argv) {
             const char *kern = "";
             qtk_matmul_options fo = {QTK_MM_NK, QTK_PRECISION_FAST, 1};
             if (qtk_matmul_kernel(t, M, &fo, &kern)) kern = "?";
-            const bool vnni = strstr(kern, "vpdpbusd") != NULL || getenv("BENCH_ALT_DROP"),
-                       tern = strstr(kern, "multiply-free") != NULL;
+            /* the alternative timed beside fast: the other dot product, or off the multiply-free
+             * kernel; BENCH_ALT_DROP=0xBITS withholds those feature bits instead (exploration) */
+            const char *drop = getenv("BENCH_ALT_DROP");
+            const bool tern = strstr(kern, "multiply-free") != NULL,
+                       alt = drop || tern || strstr(kern, "vpdpbusd") != NULL;
             for (int ti = 0; ti < nthr; ti++) {
                 int T = thr[ti];
                 int R = M == 1 ? reps : (reps / 4 > 3 ? reps / 4 : 3);
                 double bg = 1e30, be = 1e30, bf = 1e30, br = 1e30, bm = 1e30;
                 for (int r = 0; r < R; r++) {
-                    if (vnni || tern) {
-                        /* BENCH_ALT_DROP=0xBITS: withhold those feature bits instead (exploration) */
-                        const char *drop = getenv("BENCH_ALT_DROP");
+                    if (alt) {
                         if (drop) qtk__mm_set_feature_mask((unsigned)strtoul(drop, NULL, 0));
                         else if (tern) qtk__mm_set_hooks(BENCH_NO_TERN);
                         else qtk__mm_set_feature_mask(BENCH_DROP_VNNI);
@@ -350,7 +351,7 @@ int main(int argc, char **argv) {
                     fprintf(stderr, "warning: %s %zux%zu M=%zu: fast vs exact %.3g, ggml vs exact %.3g\n", pr->name, N, K,
                             M, dfast, dgg);
                 char sh[16], rd[16] = "", fg[16] = "", rf[16] = "", gg[16] = "", fm[16] = "", mv[16] = "";
-                if (vnni || tern) {
+                if (alt) {
                     snprintf(fm, sizeof fm, "%.3f", bm * 1e3);
                     snprintf(mv, sizeof mv, "%.2f", bm / bf);
                 }
