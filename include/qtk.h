@@ -183,7 +183,9 @@ typedef enum qtk_value {
 typedef enum qtk_mode {
     QTK_MODE_SYMMETRIC = 0,
     QTK_MODE_LOOKUP,
-    QTK_MODE_AFFINE       /* an offset per scale group (qtk's extension, docs/affine.md) */
+    QTK_MODE_AFFINE,      /* an offset per scale group (qtk's extension, docs/affine.md) */
+    QTK_MODE_LATTICE      /* a vector codebook: each code selects 4 or 8 values at once (qtk's
+                           * extension, docs/lattice.md; ggml's IQ1/IQ2/IQ3 types, store=ggml only) */
 } qtk_mode;
 
 /* How the affine mode's offset enters the value (s the scale, q the unsigned field, each
@@ -199,7 +201,8 @@ typedef enum qtk_store {
     QTK_STORE_NATIVE,     /* one field per byte */
     QTK_STORE_PACKED,     /* the value's native packing: e2m1 two per byte, others one */
     QTK_STORE_GGML        /* ggml's block structs, verbatim (docs/affine.md §3): only the schemes
-                           * of ggml's types Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K */
+                           * of ggml's types Q4_1 Q5_0 Q5_1 Q2_K Q3_K Q4_K Q5_K Q6_K and the
+                           * lattice types IQ2_XXS IQ2_XS IQ2_S IQ3_XXS IQ3_S IQ1_S IQ1_M */
 } qtk_store;
 
 /* A scheme is a plain value: copy it, compare it with qtk_scheme_equal, zero-initialise
@@ -215,7 +218,8 @@ typedef struct qtk_scheme {
                                             1..65535 or QTK_BLOCK_WHOLE */
     qtk_dtype block_dtype;               /* scale dtype of the block level */
     qtk_dtype tensor_dtype;              /* tensor level, or QTK_DTYPE_NONE */
-    char table[QTK_TABLE_NAME_MAX];      /* lookup table name (lower case), "" for symmetric */
+    char table[QTK_TABLE_NAME_MAX];      /* lookup table name (lower case), "" for symmetric;
+                                            lattice mode: the codebook's name (iq2xxs ...) */
     /* qtk's extension (docs/affine.md); zero for every SPEC scheme */
     qtk_offset offset;                   /* affine mode: how the offset enters the value */
     qtk_dtype offset_dtype;              /* affine mode: the offsets' dtype; else QTK_DTYPE_NONE */
@@ -229,7 +233,7 @@ typedef struct qtk_scheme {
  * store=ggml) or a preset name. Case-insensitive. On error the message quotes the offending
  * part. Presets: nvfp4 mxfp4 mxfp8 nf4, and ggml's types q8_0 q4_0 q4_1 q5_0 q5_1 q2_k q3_k
  * q4_k q5_k q6_k iq4_nl (docs/affine.md; q8_0, q4_0 and iq4_nl in qtk's layouts, the others
- * store=ggml). */
+ * store=ggml) and iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m (docs/lattice.md, lattice=). */
 QTK_API qtk_status qtk_scheme_parse(const char *spec, qtk_scheme *out);
 /* Canonical spec string of a valid scheme; it parses back to an equal scheme. Writes at most
  * cap bytes including the terminator; *needed (optional) gets the full length + 1. */

@@ -4,7 +4,8 @@
  *   - lookup tables registered by opened files go with them (8);
  *   - tensor counts are bounded before anything is parsed (9);
  *   - Q3_K / Q6_K / IQ4_XS blocks whose f16 d underflowed come back byte for byte, GGUF key
- *     order survives .bpk, IQ lattice tensors are not called decoded (10).
+ *     order survives .bpk, IQ lattice tensors are not called decoded (10) and load as their
+ *     store=ggml scheme, the file's bytes as they are (issue 21).
  * (bitsandbytes' flattened shape is in test_hub_traps.c, the faults in test_faults.c.) */
 #include "ckpt_util.h"
 
@@ -379,9 +380,14 @@ static void gguf_lattice_not_decoded(void) {
     qtk_ckpt *c = NULL;
     CHECK_OK(qtk_ckpt_open_memory(f, len, "iq2.gguf", NULL, &c));
     const qtk_ckpt_tensor *d = c ? qtk_ckpt_tensor_at(c, 0) : NULL;
-    CHECK(d && !d->decoded && d->file_type && strcmp(d->file_type, "IQ2_XXS") == 0);
+    CHECK(d && !d->decoded && d->quantized && d->file_type && strcmp(d->file_type, "IQ2_XXS") == 0);
+    CHECK(d && qtk_scheme_preset_name(&d->scheme) && strcmp(qtk_scheme_preset_name(&d->scheme), "iq2_xxs") == 0);
     qtk_ckpt_view v;
-    CHECK_ERR(c ? qtk_ckpt_load(c, 0, &v) : QTK_E_ARG, QTK_E_UNSUPPORTED, "IQ2_XXS");
+    CHECK_OK(c ? qtk_ckpt_load(c, 0, &v) : QTK_E_ARG);
+    if (c && d) {
+        CHECK(v.len == sizeof iq2 && memcmp(v.data, iq2, sizeof iq2) == 0);
+        qtk_ckpt_unload(c, &v);
+    }
     qtk_ckpt_close(c);
     free(f);
 }

@@ -6,15 +6,26 @@
 
 /* ---- the formats ---- */
 
+/* f, qk, bytes, sub, groups, qlo, qhi, affine, super, sclo, schi, mnhi, lattice, dmul */
+#define GB_K(f, qk, by, sub, gr, qlo, qhi, aff, sup, sclo, schi, mnhi) {f, qk, by, sub, gr, qlo, qhi, aff, sup, sclo, schi, mnhi, false, 1.0f}
+#define GB_L(f, by, sub, qhi, schi, dmul) {f, 256, by, sub, 256 / (sub), -(qhi), qhi, false, true, 1, schi, 0, true, dmul}
 static const qtk__gb_fmt fmts[QTK__GF_COUNT] = {
-    [QTK__GF_Q4_1] = {QTK__GF_Q4_1, 32, 20, 32, 1, 0, 15, true, false, 0, 0, 0},
-    [QTK__GF_Q5_0] = {QTK__GF_Q5_0, 32, 22, 32, 1, -16, 15, false, false, 0, 0, 0},
-    [QTK__GF_Q5_1] = {QTK__GF_Q5_1, 32, 24, 32, 1, 0, 31, true, false, 0, 0, 0},
-    [QTK__GF_Q2_K] = {QTK__GF_Q2_K, 256, 84, 16, 16, 0, 3, true, true, 0, 15, 15},
-    [QTK__GF_Q3_K] = {QTK__GF_Q3_K, 256, 110, 16, 16, -4, 3, false, true, -32, 31, 0},
-    [QTK__GF_Q4_K] = {QTK__GF_Q4_K, 256, 144, 32, 8, 0, 15, true, true, 0, 63, 63},
-    [QTK__GF_Q5_K] = {QTK__GF_Q5_K, 256, 176, 32, 8, 0, 31, true, true, 0, 63, 63},
-    [QTK__GF_Q6_K] = {QTK__GF_Q6_K, 256, 210, 16, 16, -32, 31, false, true, -128, 127, 0},
+    [QTK__GF_Q4_1] = GB_K(QTK__GF_Q4_1, 32, 20, 32, 1, 0, 15, true, false, 0, 0, 0),
+    [QTK__GF_Q5_0] = GB_K(QTK__GF_Q5_0, 32, 22, 32, 1, -16, 15, false, false, 0, 0, 0),
+    [QTK__GF_Q5_1] = GB_K(QTK__GF_Q5_1, 32, 24, 32, 1, 0, 31, true, false, 0, 0, 0),
+    [QTK__GF_Q2_K] = GB_K(QTK__GF_Q2_K, 256, 84, 16, 16, 0, 3, true, true, 0, 15, 15),
+    [QTK__GF_Q3_K] = GB_K(QTK__GF_Q3_K, 256, 110, 16, 16, -4, 3, false, true, -32, 31, 0),
+    [QTK__GF_Q4_K] = GB_K(QTK__GF_Q4_K, 256, 144, 32, 8, 0, 15, true, true, 0, 63, 63),
+    [QTK__GF_Q5_K] = GB_K(QTK__GF_Q5_K, 256, 176, 32, 8, 0, 31, true, true, 0, 63, 63),
+    [QTK__GF_Q6_K] = GB_K(QTK__GF_Q6_K, 256, 210, 16, 16, -32, 31, false, true, -128, 127, 0),
+    /* lattice types: q the signed coordinates (IQ1: 8 x (level +- 1/8)), sc = 2s + 1 */
+    [QTK__GF_IQ2_XXS] = GB_L(QTK__GF_IQ2_XXS, 66, 32, 43, 31, 0.125f),
+    [QTK__GF_IQ2_XS] = GB_L(QTK__GF_IQ2_XS, 74, 16, 43, 31, 0.125f),
+    [QTK__GF_IQ2_S] = GB_L(QTK__GF_IQ2_S, 82, 16, 43, 31, 0.125f),
+    [QTK__GF_IQ3_XXS] = GB_L(QTK__GF_IQ3_XXS, 98, 32, 62, 31, 0.25f),
+    [QTK__GF_IQ3_S] = GB_L(QTK__GF_IQ3_S, 110, 32, 15, 31, 1.0f),
+    [QTK__GF_IQ1_S] = GB_L(QTK__GF_IQ1_S, 50, 32, 9, 15, 0.125f),
+    [QTK__GF_IQ1_M] = GB_L(QTK__GF_IQ1_M, 56, 16, 9, 15, 0.125f),
 };
 
 const qtk__gb_fmt *qtk__gb_fmt_of(qtk__gfmt f) { return &fmts[f]; }
@@ -106,6 +117,10 @@ static void k3_scales_put(const int8_t *sc, uint8_t *S) {
 /* ---- unpack / pack ---- */
 
 void qtk__gb_unpack_scales(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpacked *u) {
+    if (F->lattice) {
+        qtk__gb_lattice_unpack(F, b, u);
+        return;
+    }
     switch (F->f) {
     case QTK__GF_Q2_K:
         for (unsigned s = 0; s < 16; s++) u->sc[s] = (int8_t)(b[s] & 15u), u->mn[s] = (uint8_t)(b[s] >> 4);
@@ -132,6 +147,10 @@ void qtk__gb_unpack_scales(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpac
 }
 
 void qtk__gb_unpack(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpacked *u) {
+    if (F->lattice) {
+        qtk__gb_lattice_unpack(F, b, u);
+        return;
+    }
     memset(u->sc, 0, sizeof u->sc);
     memset(u->mn, 0, sizeof u->mn);
     u->m = 0;
@@ -186,6 +205,10 @@ void qtk__gb_unpack(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpacked *u)
 }
 
 void qtk__gb_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8_t *b) {
+    if (F->lattice) {
+        (void)qtk__gb_lattice_pack(F, u, b);
+        return;
+    }
     memset(b, 0, F->bytes);
     int8_t t[QTK__GB_QK_MAX];
     switch (F->f) {

@@ -37,6 +37,8 @@ typedef struct qtk__gb_fmt {
     bool super;                      /* integer sub-scales under d (K types) */
     int sclo, schi;                  /* K types: sub-scale range */
     int mnhi;                        /* affine K types: sub-min range 0..mnhi */
+    bool lattice;                    /* a lattice type (docs/lattice.md): q are codebook coordinates */
+    float dmul;                      /* S_g = d x sc_g x dmul (a power of two; 1 but for lattice types) */
 } qtk__gb_fmt;
 
 QTK_INTERNAL const qtk__gb_fmt *qtk__gb_fmt_of(qtk__gfmt f);
@@ -73,6 +75,27 @@ QTK_INTERNAL void qtk__gb_quantize_block(const qtk__gb_fmt *F, const float *x, c
  * nearest: trial scales with Lloyd steps, as the ggml formats' mse searches them (a == 0 when
  * the group is constant: every field 0, c its value). w: NULL = all 1. */
 QTK_INTERNAL void qtk__fit_affine(const float *x, const float *w, size_t n, int Q, float *a, float *c);
+
+/* ---- the lattice types (gb_lattice.c, docs/lattice.md) ---- */
+
+/* ggml's grids as carried (gb_grids.c): entry i's coordinates as level indices, base 3 for the
+ * 8-wide grids (levels 8 25 43; iq1s: -1 0 1), base 8 for the 4-wide ones (iq3xxs: 4 12 20 28
+ * 36 44 52 62; iq3s: 1 3 ... 15), first coordinate in the lowest digit. */
+QTK_INTERNAL extern const uint16_t qtk__grid_iq2xxs[256], qtk__grid_iq2xs[512], qtk__grid_iq2s[1024],
+    qtk__grid_iq1s[2048], qtk__grid_iq3xxs[256], qtk__grid_iq3s[512];
+
+/* The grids expanded to their coordinates (as ggml's tables hold them), built once. */
+typedef struct qtk__lattice_grids {
+    int8_t iq2xxs[256][8], iq2xs[512][8], iq2s[1024][8], iq1s[2048][8];
+    int8_t iq3xxs[256][4], iq3s[512][4];
+} qtk__lattice_grids;
+QTK_INTERNAL const qtk__lattice_grids *qtk__lattice(void);
+
+QTK_INTERNAL void qtk__gb_lattice_unpack(const qtk__gb_fmt *F, const uint8_t *blk, qtk__gb_unpacked *u);
+/* The inverse of unpack for every block unpack gives (false: q or sc not on the codebook). */
+QTK_INTERNAL bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8_t *blk);
+/* The block's f16 d (IQ1_M: gathered from its scales' top nibbles). */
+QTK_INTERNAL uint16_t qtk__gb_lattice_d(const qtk__gb_fmt *F, const uint8_t *blk);
 
 /* The stored offset of group g as the scheme states it (docs/affine.md: offset= m, min=
  * dmin x mn), for qtk_tensor_offsets; 0 for symmetric formats. */

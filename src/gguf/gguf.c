@@ -400,7 +400,7 @@ static qtk_status describe(qtk_ckpt *c, const tinfo *t, const tinfo *all, gguf_r
     if (st) return st;
     dt->file_type = ty->name;
     dt->file_bytes = t->nbytes;
-    dt->decoded = false; /* an opaque type (IQ2_XXS, ...) is listed as F32 and not read at all */
+    dt->decoded = false;
     *rt = (gguf_rtensor){t->type, t->abs, t->nbytes, SIZE_MAX};
     qtk__ckpt_loc loc = {.piece = {{t->abs, t->nbytes}}, .n = 1};
     if (t->g_index != SIZE_MAX) {
@@ -517,7 +517,10 @@ static qtk_status gguf_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
             const uint8_t *blk = src + b * ty->bytes;
             for (int k = 0; k < 2; k++) {
                 int at = k ? ty->m_at : ty->d_at;
-                uint16_t h = at < 0 ? 0 : qtk__ld16(blk + at);
+                uint16_t h = at >= 0            ? qtk__ld16(blk + at)
+                             : at == GGUF_D_IQ1M ? (uint16_t)((blk[49] >> 4) | (blk[51] & 0xf0u) | (blk[53] >> 4) << 8 |
+                                                              (blk[55] & 0xf0u) << 8)
+                                                 : 0;
                 if ((h & 0x7c00u) == 0x7c00u)
                     return qtk__err(QTK_E_VALUE, "%s block %zu (file offset %zu): %s (f16 0x%04x) is not finite", ty->name, b,
                                     rt->off + b * ty->bytes, k == 0 ? "d" : ty->blck == 32 ? "m" : "dmin", h);
@@ -528,11 +531,6 @@ static qtk_status gguf_load(qtk_ckpt *c, size_t i, qtk_ckpt_view *v) {
         v->data = src;
         return QTK_OK;
     }
-    if (ty->kind == GK_OPAQUE)
-        return qtk__err(QTK_E_UNSUPPORTED,
-                        "ggml type %s (%u) uses lattice codebooks that qtk does not decode; convert it with llama.cpp "
-                        "first (llama-quantize to Q8_0, Q4_0 or a K-quant)",
-                        ty->name, rt->type);
     uint8_t *buf = malloc(t->nbytes ? t->nbytes : 1);
     if (!buf) return qtk__err(QTK_E_NOMEM, "out of memory for %zu bytes", t->nbytes);
     v->owned = buf;

@@ -31,9 +31,10 @@ typedef enum {
     GK_REMOVED = 0, /* an id ggml retired (block size 0): the file is rejected */
     GK_RAW,         /* plain elements: a raw tensor of `elem` */
     GK_EXACT,       /* a qtk scheme holds the same values: bytes rearranged on load */
-    GK_NATIVE,      /* a store=ggml scheme (docs/affine.md): the file's bytes are the tensor's */
-    GK_OPAQUE       /* a valid ggml type qtk does not decode (lattice IQ types) */
+    GK_NATIVE       /* a store=ggml scheme (docs/affine.md): the file's bytes are the tensor's */
 } gguf_kind;
+
+#define GGUF_D_IQ1M (-2)
 
 typedef struct gguf_type {
     const char *name;   /* "Q4_K" */
@@ -42,7 +43,8 @@ typedef struct gguf_type {
     gguf_kind kind;
     qtk_elem elem;      /* GK_RAW */
     const char *spec;   /* GK_EXACT, GK_NATIVE: the scheme its tensors read as */
-    int16_t d_at, m_at; /* GK_NATIVE: the byte offsets of the block's f16 d and m/dmin (-1: none),
+    int16_t d_at, m_at; /* GK_NATIVE: the byte offsets of the block's f16 d and m/dmin (-1: none;
+                           GGUF_D_IQ1M: IQ1_M's d, in the top nibbles of its four scale words),
                            which must be finite (ggml_validate_row_data's rule) */
 } gguf_type;
 

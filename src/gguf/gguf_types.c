@@ -7,7 +7,6 @@
 #define RAW(n, b, e) {n, 1, b, GK_RAW, e, NULL, -1, -1}
 #define EXACT(n, k, b, s) {n, k, b, GK_EXACT, QTK_ELEM_NONE, s, -1, -1}
 #define NATIVE(n, k, b, s, d, m) {n, k, b, GK_NATIVE, QTK_ELEM_NONE, s, d, m}
-#define OPAQUE(n, k, b) {n, k, b, GK_OPAQUE, QTK_ELEM_F32, NULL, -1, -1}
 #define REMOVED {NULL, 0, 0, GK_REMOVED, QTK_ELEM_NONE, NULL, -1, -1}
 
 /* Why these schemes (GGUF.md §3.2-§3.3, with the settled decisions of §3.6):
@@ -16,8 +15,9 @@
  *   - 256-element super-blocks with one scale (Q8_K, TQ1_0, TQ2_0) become block=128 with the
  *     scale written twice: Burn's containers hold block dims up to 255 only, and these tensors
  *     must convert to .bpk;
- *   - the types with offsets, mins or 5/6/3-bit fields (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K) are
- *     held in ggml's own block structs (store=ggml, docs/affine.md): their bytes as they are;
+ *   - the types with offsets, mins or 5/6/3-bit fields (Q4_1, Q5_0, Q5_1, Q2_K ... Q6_K) and
+ *     the lattice types (IQ1_S ... IQ3_S, docs/lattice.md) are held in ggml's own block
+ *     structs (store=ggml, docs/affine.md): their bytes as they are;
  *   - Q8_K's and IQ4_XS's sub-scales d x sc are exact in f32, hence f32 block scales;
  *   - NVFP4 reads as single-level e2m1/ue4m3 (ggml's tensor has no global scale); with a
  *     companion ".scale" tensor it reads as the two-level nvfp4 preset (gguf.c). */
@@ -38,20 +38,20 @@ static const gguf_type types[QTK__GGUF_TYPE_COUNT] = {
     [13] = NATIVE("Q5_K", 256, 176, "q5_k", 0, 2),
     [14] = NATIVE("Q6_K", 256, 210, "q6_k", 208, -1),
     [15] = EXACT("Q8_K", 256, 292, "q8f,block=128:f32,store=native"),
-    [16] = OPAQUE("IQ2_XXS", 256, 66),
-    [17] = OPAQUE("IQ2_XS", 256, 74),
-    [18] = OPAQUE("IQ3_XXS", 256, 98),
-    [19] = OPAQUE("IQ1_S", 256, 50),
+    [16] = NATIVE("IQ2_XXS", 256, 66, "iq2_xxs", 0, -1),
+    [17] = NATIVE("IQ2_XS", 256, 74, "iq2_xs", 0, -1),
+    [18] = NATIVE("IQ3_XXS", 256, 98, "iq3_xxs", 0, -1),
+    [19] = NATIVE("IQ1_S", 256, 50, "iq1_s", 0, -1),
     [20] = EXACT("IQ4_NL", 32, 18, "q4f,table=iq4nl,block=32:f16"),
-    [21] = OPAQUE("IQ3_S", 256, 110),
-    [22] = OPAQUE("IQ2_S", 256, 82),
+    [21] = NATIVE("IQ3_S", 256, 110, "iq3_s", 0, -1),
+    [22] = NATIVE("IQ2_S", 256, 82, "iq2_s", 0, -1),
     [23] = EXACT("IQ4_XS", 256, 136, "q4f,table=iq4nl,block=32:f32"),
     [24] = RAW("I8", 1, QTK_ELEM_I8),
     [25] = RAW("I16", 2, QTK_ELEM_I16),
     [26] = RAW("I32", 4, QTK_ELEM_I32),
     [27] = RAW("I64", 8, QTK_ELEM_I64),
     [28] = RAW("F64", 8, QTK_ELEM_F64),
-    [29] = OPAQUE("IQ1_M", 256, 56),
+    [29] = NATIVE("IQ1_M", 256, 56, "iq1_m", GGUF_D_IQ1M, -1),
     [30] = RAW("BF16", 2, QTK_ELEM_BF16),
     [31] = REMOVED,
     [32] = REMOVED,

@@ -255,7 +255,7 @@ static void run_range(void *ctx, size_t b, size_t e, int worker) {
 static qtk__mm_range_fn range_fn(const qtk__mm *c) {
     switch (c->path) {
     case QTK_MM_PATH_REFERENCE: return qtk__mm_ref_range;
-    case QTK_MM_PATH_INTEGER: return c->w.gb ? c->isa->gb_int : c->isa->nk_int;
+    case QTK_MM_PATH_INTEGER: return !c->w.gb ? c->isa->nk_int : c->w.gb->lattice ? c->isa->gb_lat_int : c->isa->gb_int;
     default: break;
     }
     if (c->layout == QTK_MM_KN) return c->fused ? c->isa->kn_fused : qtk__mm_gemm_kn;
@@ -447,7 +447,9 @@ qtk_status qtk_matmul_kernel(const qtk_tensor *w, size_t m, const qtk_matmul_opt
         case QTK_MM_PATH_REFERENCE: *kernel = "scalar reference: element codecs, f32 sums in order of k"; break;
         case QTK_MM_PATH_GENERIC: *kernel = c.isa->generic_name; break;
         case QTK_MM_PATH_EXACT: *kernel = c.fused ? c.isa->fused_name : c.isa->tiled_name; break;
-        default: *kernel = c.w.gb ? c.isa->gb_int_name : c.isa->int_name(&c); break;
+        default:
+            *kernel = !c.w.gb ? c.isa->int_name(&c) : c.w.gb->lattice ? c.isa->gb_lat_int_name : c.isa->gb_int_name;
+            break;
         }
     }
     qtk__free(p);

@@ -134,7 +134,7 @@ typedef struct qtk__mm_isa {
     /* what each path is built on at this level (qtk_matmul_kernel) */
     const char *generic_name, *fused_name, *tiled_name;
     const char *(*int_name)(const qtk__mm *c);
-    const char *gb_int_name;
+    const char *gb_int_name, *gb_lat_int_name;
     unsigned lanes;     /* f32 lanes per vector: the chunk geometry */
     unsigned ir, jr;    /* microkernel tile: ir broadcast rows x jr vector columns (max) */
     size_t fused_max_m; /* nk exact: M up to this runs the fused kernel */
@@ -160,6 +160,8 @@ typedef struct qtk__mm_isa {
     /* store=ggml's integer path (mm_gb.c; NULL: none at this level), up to this many rows of x */
     qtk__mm_range_fn gb_int;
     size_t gb_int_max_m;
+    /* the same for the lattice types (docs/lattice.md) */
+    qtk__mm_range_fn gb_lat_int;
     /* the stream: fields per step, their order in a step, how a step finds its scales (for
      * rows of len fields), and the fused kernels' scratch (floats per thread) */
     size_t (*step)(const qtk__mmw *w);

@@ -85,7 +85,7 @@ void qtk__mm_gb_ref_range(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
                     msum = xb[b];
                 }
                 /* block b into lane b mod 8 */
-                float t = qtk__gb_term(F, qtk__f16_to_f32(u.d), qtk__f16_to_f32(u.m), xs[b], isum, msum);
+                float t = qtk__gb_term(F, qtk__f16_to_f32(u.d) * F->dmul, qtk__f16_to_f32(u.m), xs[b], isum, msum);
                 A[b % 8] = A[b % 8] + t;
             }
             for (size_t l = nb % 8 ? nb % 8 : 8; l < 8; l++) A[l] = A[l] + 0.0f; /* the lanes past the last block */

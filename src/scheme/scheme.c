@@ -40,6 +40,10 @@ float qtk_value_max(qtk_value v) { return (unsigned)v < QTK_VALUE_COUNT_ ? value
      .block_rank = 1, .block = {(blk)}, .block_dtype = (bdt), .offset = (off), .offset_dtype = (odt),                   \
      .super_block = (sup), .super_dtype = (sup) ? QTK_DTYPE_F16 : QTK_DTYPE_NONE}
 
+#define GF_LATTICE(name, blk)                                                                                          \
+    {.value = QTK_VALUE_Q8F, .mode = QTK_MODE_LATTICE, .store = QTK_STORE_GGML, .block_rank = 1, .block = {(blk)},      \
+     .block_dtype = QTK_DTYPE_U4, .table = name, .super_block = 256, .super_dtype = QTK_DTYPE_F16}
+
 static const qtk__gfmt_info gfmts[QTK__GF_COUNT] = {
     [QTK__GF_Q4_1] = {"q4_1", "Q4_1", 3, 32, 20, 32,
                       GF_SCHEME(QTK_VALUE_U4, QTK_OFFSET_ADD, QTK_DTYPE_F16, 32, QTK_DTYPE_F16, 0)},
@@ -57,6 +61,15 @@ static const qtk__gfmt_info gfmts[QTK__GF_COUNT] = {
                       GF_SCHEME(QTK_VALUE_U5, QTK_OFFSET_MIN, QTK_DTYPE_U6, 32, QTK_DTYPE_U6, 256)},
     [QTK__GF_Q6_K] = {"q6_k", "Q6_K", 14, 256, 210, 16,
                       GF_SCHEME(QTK_VALUE_Q6F, QTK_OFFSET_ADD, QTK_DTYPE_NONE, 16, QTK_DTYPE_I8, 256)},
+    /* docs/lattice.md: q8f values (the codebook's integer coordinates) under sub-scales of at
+     * most 4 bits, whose multiplier the codebook fixes, and one f16 per 256 */
+    [QTK__GF_IQ2_XXS] = {"iq2_xxs", "IQ2_XXS", 16, 256, 66, 32, GF_LATTICE("iq2xxs", 32)},
+    [QTK__GF_IQ2_XS] = {"iq2_xs", "IQ2_XS", 17, 256, 74, 16, GF_LATTICE("iq2xs", 16)},
+    [QTK__GF_IQ2_S] = {"iq2_s", "IQ2_S", 22, 256, 82, 16, GF_LATTICE("iq2s", 16)},
+    [QTK__GF_IQ3_XXS] = {"iq3_xxs", "IQ3_XXS", 18, 256, 98, 32, GF_LATTICE("iq3xxs", 32)},
+    [QTK__GF_IQ3_S] = {"iq3_s", "IQ3_S", 21, 256, 110, 32, GF_LATTICE("iq3s", 32)},
+    [QTK__GF_IQ1_S] = {"iq1_s", "IQ1_S", 19, 256, 50, 32, GF_LATTICE("iq1s", 32)},
+    [QTK__GF_IQ1_M] = {"iq1_m", "IQ1_M", 29, 256, 56, 16, GF_LATTICE("iq1m", 16)},
 };
 
 const qtk__gfmt_info *qtk__gfmt_info_of(qtk__gfmt f) { return &gfmts[f]; }
@@ -65,7 +78,7 @@ const qtk__gfmt_info *qtk__gfmt_info_of(qtk__gfmt f) { return &gfmts[f]; }
 static bool same_gfmt(const qtk_scheme *a, const qtk_scheme *b) {
     return a->value == b->value && a->mode == b->mode && a->store == b->store && a->pack_dim == 0 &&
            a->block_rank == 1 && a->block[0] == b->block[0] && a->block_dtype == b->block_dtype &&
-           a->tensor_dtype == QTK_DTYPE_NONE && a->table[0] == '\0' &&
+           a->tensor_dtype == QTK_DTYPE_NONE && strncmp(a->table, b->table, QTK_TABLE_NAME_MAX) == 0 &&
            (a->mode != QTK_MODE_AFFINE || a->offset == b->offset) && a->offset_dtype == b->offset_dtype &&
            a->super_block == b->super_block && a->super_dtype == b->super_dtype;
 }
@@ -109,7 +122,8 @@ static const char *const GGML_FORMATS =
     "q4_1 = u4,block=32:f16,offset=f16; q5_0 = q5f,block=32:f16; q5_1 = u5,block=32:f16,offset=f16; "
     "q2_k = u2,block=16:u4,min=u4,super=256:f16; q3_k = q3f,block=16:i6,super=256:f16; "
     "q4_k = u4,block=32:u6,min=u6,super=256:f16; q5_k = u5,block=32:u6,min=u6,super=256:f16; "
-    "q6_k = q6f,block=16:i8,super=256:f16 (each with store=ggml)";
+    "q6_k = q6f,block=16:i8,super=256:f16; the lattice types iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m = "
+    "q8f,lattice=NAME,block=32 or 16:u4,super=256:f16 (each with store=ggml; docs/lattice.md)";
 
 /* The extension's rules (docs/affine.md) for a scheme not in ggml's store. */
 static qtk_status validate_extension(const qtk_scheme *s) {
@@ -150,7 +164,8 @@ qtk_status qtk_scheme_validate(const qtk_scheme *s) {
     if (!s) return qtk__err(QTK_E_ARG, "scheme is NULL");
     if ((unsigned)s->value >= QTK_VALUE_COUNT_)
         return qtk__err(QTK_E_SCHEME, "scheme value %d is not a qtk_value", (int)s->value);
-    if (s->mode != QTK_MODE_SYMMETRIC && s->mode != QTK_MODE_LOOKUP && s->mode != QTK_MODE_AFFINE)
+    if (s->mode != QTK_MODE_SYMMETRIC && s->mode != QTK_MODE_LOOKUP && s->mode != QTK_MODE_AFFINE &&
+        s->mode != QTK_MODE_LATTICE)
         return qtk__err(QTK_E_SCHEME, "scheme mode %d is not a qtk_mode", (int)s->mode);
     if (s->store != QTK_STORE_U32 && s->store != QTK_STORE_NATIVE && s->store != QTK_STORE_PACKED &&
         s->store != QTK_STORE_GGML)
@@ -171,6 +186,11 @@ qtk_status qtk_scheme_validate(const qtk_scheme *s) {
     }
     size_t tlen = strnlen(s->table, QTK_TABLE_NAME_MAX);
     if (tlen == QTK_TABLE_NAME_MAX) return qtk__err(QTK_E_SCHEME, "table name is not terminated");
+    if (s->mode == QTK_MODE_LATTICE && s->store != QTK_STORE_GGML)
+        return qtk__err(QTK_E_SCHEME,
+                        "lattice codebooks (lattice=%s) exist only in ggml's block structs: store=ggml, as iq2_xxs iq2_xs "
+                        "iq2_s iq3_xxs iq3_s iq1_s iq1_m (docs/lattice.md)",
+                        s->table);
     if (s->store == QTK_STORE_GGML) {
         if (qtk__scheme_gfmt(s) < 0)
             return qtk__err(QTK_E_SCHEME, "store=ggml holds ggml's block structs, which are exactly: %s", GGML_FORMATS);
@@ -228,7 +248,8 @@ int qtk_scheme_equal(const qtk_scheme *a, const qtk_scheme *b) {
     if (x.block_rank && x.block_dtype != y.block_dtype) return 0;
     for (unsigned i = 0; i < x.block_rank; i++)
         if (x.block[i] != y.block[i]) return 0;
-    if (x.mode == QTK_MODE_LOOKUP && strncmp(x.table, y.table, QTK_TABLE_NAME_MAX) != 0) return 0;
+    if ((x.mode == QTK_MODE_LOOKUP || x.mode == QTK_MODE_LATTICE) && strncmp(x.table, y.table, QTK_TABLE_NAME_MAX) != 0)
+        return 0;
     if (x.mode == QTK_MODE_AFFINE && (x.offset != y.offset || x.offset_dtype != y.offset_dtype)) return 0;
     if (x.super_block != y.super_block || (x.super_block && x.super_dtype != y.super_dtype)) return 0;
     return 1;

@@ -29,6 +29,14 @@ typedef enum qtk__gfmt {
     QTK__GF_Q4_K,
     QTK__GF_Q5_K,
     QTK__GF_Q6_K,
+    /* the lattice types (docs/lattice.md) */
+    QTK__GF_IQ2_XXS,
+    QTK__GF_IQ2_XS,
+    QTK__GF_IQ2_S,
+    QTK__GF_IQ3_XXS,
+    QTK__GF_IQ3_S,
+    QTK__GF_IQ1_S,
+    QTK__GF_IQ1_M,
     QTK__GF_COUNT
 } qtk__gfmt;
 

@@ -33,6 +33,14 @@ static const preset presets[] = {
     {"q4_k", "u4,block=32:u6,min=u6,super=256:f16,store=ggml", false},
     {"q5_k", "u5,block=32:u6,min=u6,super=256:f16,store=ggml", false},
     {"q6_k", "q6f,block=16:i8,super=256:f16,store=ggml", false},
+    /* ggml's lattice types (docs/lattice.md) */
+    {"iq2_xxs", "q8f,lattice=iq2xxs,block=32:u4,super=256:f16,store=ggml", false},
+    {"iq2_xs", "q8f,lattice=iq2xs,block=16:u4,super=256:f16,store=ggml", false},
+    {"iq2_s", "q8f,lattice=iq2s,block=16:u4,super=256:f16,store=ggml", false},
+    {"iq3_xxs", "q8f,lattice=iq3xxs,block=32:u4,super=256:f16,store=ggml", false},
+    {"iq3_s", "q8f,lattice=iq3s,block=32:u4,super=256:f16,store=ggml", false},
+    {"iq1_s", "q8f,lattice=iq1s,block=32:u4,super=256:f16,store=ggml", false},
+    {"iq1_m", "q8f,lattice=iq1m,block=16:u4,super=256:f16,store=ggml", false},
 };
 
 #define SPEC_MAX 512
@@ -166,7 +174,8 @@ qtk_status qtk_scheme_parse(const char *spec_in, qtk_scheme *out) {
         if (strcmp(tok, qtk_value_name((qtk_value)i)) == 0) v = i;
     if (v < 0)
         return PERR("'%s' is not a value (q8f q8s q4f q4s q2f q2s e4m3 e5m2 e2m1; u8 u5 u4 u3 u2 q6f q5f q3f) or a "
-                    "preset (nvfp4 mxfp4 mxfp8 nf4; q8_0 q4_0 iq4_nl q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k)",
+                    "preset (nvfp4 mxfp4 mxfp8 nf4; q8_0 q4_0 iq4_nl q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k; iq2_xxs iq2_xs "
+                    "iq2_s iq3_xxs iq3_s iq1_s iq1_m)",
                     tok);
     s.value = (qtk_value)v;
 
@@ -176,7 +185,9 @@ qtk_status qtk_scheme_parse(const char *spec_in, qtk_scheme *out) {
         char opt[SPEC_MAX];
         snprintf(opt, sizeof opt, "%s", tok);
         char *eq = strchr(tok, '=');
-        if (!eq) return PERR("option '%s' is not KEY=VALUE (block=, tensor=, store=, table=, min=, offset=, zero=, super=)", opt);
+        if (!eq)
+            return PERR("option '%s' is not KEY=VALUE (block=, tensor=, store=, table=, lattice=, min=, offset=, zero=, super=)",
+                        opt);
         *eq = '\0';
         char *val = eq + 1;
         qtk_status st;
@@ -192,14 +203,14 @@ qtk_status qtk_scheme_parse(const char *spec_in, qtk_scheme *out) {
             if (seen_store) return PERR("store= given twice");
             seen_store = true;
             st = parse_store(spec, opt, val, &s);
-        } else if (strcmp(tok, "table") == 0) {
-            if (seen_table) return PERR("table= given twice");
+        } else if (strcmp(tok, "table") == 0 || strcmp(tok, "lattice") == 0) {
+            if (seen_table) return PERR("a second table ('%s'): give one of table=, lattice=", opt);
             seen_table = true;
             size_t tl = strlen(val);
             if (tl == 0 || tl >= QTK_TABLE_NAME_MAX) return PERR("in '%s': table name must be 1..%d characters", opt, QTK_TABLE_NAME_MAX - 1);
-            if (seen_offset) return PERR("table= and an offset (min=, offset=, zero=) do not combine");
+            if (seen_offset) return PERR("%s= and an offset (min=, offset=, zero=) do not combine", tok);
             memcpy(s.table, val, tl + 1);
-            s.mode = QTK_MODE_LOOKUP;
+            s.mode = tok[0] == 't' ? QTK_MODE_LOOKUP : QTK_MODE_LATTICE;
             st = QTK_OK;
         } else if (strcmp(tok, "min") == 0 || strcmp(tok, "offset") == 0 || strcmp(tok, "zero") == 0) {
             if (seen_offset) return PERR("a second offset ('%s'): give one of min=, offset=, zero=", opt);
@@ -213,7 +224,7 @@ qtk_status qtk_scheme_parse(const char *spec_in, qtk_scheme *out) {
             seen_super = true;
             st = parse_super(spec, opt, val, &s);
         } else {
-            return PERR("unknown option '%s' (block=, tensor=, store=, table=, min=, offset=, zero=, super=)", tok);
+            return PERR("unknown option '%s' (block=, tensor=, store=, table=, lattice=, min=, offset=, zero=, super=)", tok);
         }
         if (st) return st;
     }
@@ -234,6 +245,7 @@ qtk_status qtk_scheme_format(const qtk_scheme *s0, char *buf, size_t cap, size_t
 #define APPEND(...) n += (size_t)snprintf(tmp + n, sizeof tmp - n, __VA_ARGS__)
     APPEND("%s", qtk_value_name(s.value));
     if (s.mode == QTK_MODE_LOOKUP) APPEND(",table=%s", s.table);
+    if (s.mode == QTK_MODE_LATTICE) APPEND(",lattice=%s", s.table);
     if (s.block_rank) {
         APPEND(",block=");
         for (unsigned i = 0; i < s.block_rank; i++) {

@@ -100,6 +100,12 @@ static void q_range(void *ctx, size_t b0, size_t b1, int worker) {
 qtk_status qtk__gb_quantize(const qtk__gb_fmt *F, const float *x, const qtk_layout *L, const qtk_quantize_options *o,
                             uint8_t *dst) {
     const qtk__gfmt_info *I = qtk__gfmt_info_of(F->f);
+    if (F->lattice)
+        return qtk__err(QTK_E_UNSUPPORTED,
+                        "quantizing to %s (ggml %s) is not implemented: qtk reads, writes, converts and multiplies the "
+                        "lattice types but does not make them yet (docs/lattice.md); llama.cpp's llama-quantize makes "
+                        "them, with an importance matrix",
+                        I->preset, I->ggml);
     if (o->scales || o->global || o->offsets)
         return qtk__err(QTK_E_UNSUPPORTED,
                         "%s (ggml %s) takes no caller-given scales: its scales are integers under a computed f16 "
