@@ -1,0 +1,428 @@
+/* test_lattice.c — ggml's lattice types (docs/lattice.md, issue 21): the schemes and their
+ * spec strings; the codebooks (their structure, a pinned digest, and every entry and the sign
+ * table against ggml's source when QTK_GGML_SRC names a ggml tree); pack inverting unpack over
+ * random blocks; hand-made blocks' values; the GGUF file ggml wrote (tests/data/lattice): every
+ * value ggml's bit for bit, every byte back through .bpk, .safetensors and GGUF; matmul on them
+ * (exact against a double reference, fast the same bits at every level and thread count); and
+ * the errors. */
+#include "ckpt_util.h"
+
+#include "common/internal.h"
+#include "gblock/gblock.h"
+#include "qtk_matmul.h"
+
+#include <math.h>
+
+#define N_TYPES 7
+#define GRIDS_DIGEST 0x538b386a767b688cull
+static const char *const TYPES[N_TYPES] = {"iq2_xxs", "iq2_xs", "iq2_s", "iq3_xxs", "iq3_s", "iq1_s", "iq1_m"};
+static const char *const GGML[N_TYPES] = {"IQ2_XXS", "IQ2_XS", "IQ2_S", "IQ3_XXS", "IQ3_S", "IQ1_S", "IQ1_M"};
+static const unsigned BYTES[N_TYPES] = {66, 74, 82, 98, 110, 50, 56};
+
+static const qtk__gb_fmt *fmt_of(size_t i) {
+    qtk_scheme s;
+    if (qtk_scheme_parse(TYPES[i], &s) != QTK_OK) return NULL;
+    return qtk__gb_fmt_of_scheme(&s);
+}
+
+static uint64_t rng = 0x243f6a8885a308d3ull;
+static uint64_t next(void) {
+    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
+    return rng;
+}
+
+/* a random block whose d is finite (every other bit pattern is a block) */
+static void random_block(const qtk__gb_fmt *F, uint8_t *b) {
+    for (unsigned j = 0; j < F->bytes; j++) b[j] = (uint8_t)next();
+    if (F->f == QTK__GF_IQ1_M) {
+        b[55] = (uint8_t)((b[55] & 0x0fu) | 0x30u); /* d's exponent bits below the top: finite */
+    } else {
+        b[1] = (uint8_t)((b[1] & 0x83u) | 0x30u);
+    }
+}
+
+static void schemes(void) {
+    for (size_t i = 0; i < N_TYPES; i++) {
+        qtk_scheme s, back;
+        CHECK_OK(qtk_scheme_parse(TYPES[i], &s));
+        CHECK(s.mode == QTK_MODE_LATTICE && s.store == QTK_STORE_GGML && s.super_block == 256);
+        char spec[256];
+        CHECK_OK(qtk_scheme_format(&s, spec, sizeof spec, NULL));
+        CHECK_MSG(strstr(spec, "lattice=") && strstr(spec, ",store=ggml"), "%s formats as '%s'", TYPES[i], spec);
+        CHECK_OK(qtk_scheme_parse(spec, &back));
+        CHECK(qtk_scheme_equal(&s, &back));
+        const char *pn = qtk_scheme_preset_name(&s);
+        CHECK_MSG(pn && strcmp(pn, TYPES[i]) == 0, "%s: preset name %s", TYPES[i], pn ? pn : "NULL");
+        qtk_layout L;
+        size_t sh[2] = {4, 512};
+        CHECK_OK(qtk_layout_compute(&s, sh, 2, &L));
+        CHECK_EQ_U(L.total_bytes, 8u * BYTES[i]);
+        const qtk__gb_fmt *F = fmt_of(i);
+        CHECK(F && F->lattice && F->bytes == BYTES[i] && strcmp(qtk__gfmt_info_of(F->f)->ggml, GGML[i]) == 0);
+    }
+    qtk_scheme s;
+    CHECK_ERR(qtk_scheme_parse("q8f,lattice=iq2xxs,block=32:u4,super=256:f16", &s), QTK_E_SCHEME,
+              "exist only in ggml's block structs");
+    CHECK_ERR(qtk_scheme_parse("q8f,lattice=iq9,block=32:u4,super=256:f16,store=ggml", &s), QTK_E_SCHEME,
+              "store=ggml holds ggml's block structs");
+    CHECK_ERR(qtk_scheme_parse("q8f,lattice=iq2xxs,table=nf4,block=32:u4,super=256:f16,store=ggml", &s), QTK_E_PARSE,
+              "a second table");
+    CHECK_ERR(qtk_scheme_parse("iq2_xxs,block=64:f16", &s), QTK_E_PARSE, "takes no options");
+    qtk_scheme m = {0};
+    m.mode = (qtk_mode)4;
+    CHECK_ERR(qtk_scheme_validate(&m), QTK_E_SCHEME, "is not a qtk_mode");
+}
+
+/* FNV-1a over the expanded grids: pins the data checked against ggml below */
+static uint64_t grids_digest(const qtk__lattice_grids *G) {
+    const uint8_t *p = (const uint8_t *)G;
+    uint64_t h = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < sizeof *G; i++) h = (h ^ p[i]) * 0x100000001b3ull;
+    return h;
+}
+
+static void grids_structure(void) {
+    const qtk__lattice_grids *G = qtk__lattice();
+    struct {
+        const int8_t *g;
+        size_t n;
+        unsigned w;
+        int lo, hi;
+    } k[] = {{&G->iq2xxs[0][0], 256, 8, 8, 43},  {&G->iq2xs[0][0], 512, 8, 8, 43}, {&G->iq2s[0][0], 1024, 8, 8, 43},
+             {&G->iq1s[0][0], 2048, 8, -1, 1}, {&G->iq3xxs[0][0], 256, 4, 4, 62}, {&G->iq3s[0][0], 512, 4, 1, 15}};
+    for (size_t t = 0; t < sizeof k / sizeof k[0]; t++) {
+        size_t dup = 0, out = 0;
+        for (size_t i = 0; i < k[t].n; i++) {
+            for (unsigned j = 0; j < k[t].w; j++) out += k[t].g[i * k[t].w + j] < k[t].lo || k[t].g[i * k[t].w + j] > k[t].hi;
+            for (size_t l = 0; l < i; l++) dup += memcmp(k[t].g + i * k[t].w, k[t].g + l * k[t].w, k[t].w) == 0;
+        }
+        CHECK_MSG(dup == 0 && out == 0, "grid %zu: %zu repeated points, %zu coordinates off the levels", t, dup, out);
+    }
+    const uint64_t want = GRIDS_DIGEST;
+    CHECK_MSG(grids_digest(G) == want, "grids digest 0x%016llx, want 0x%016llx", (unsigned long long)grids_digest(G),
+              (unsigned long long)want);
+}
+
+/* ggml's table NAME in ggml-common.h, its hex or decimal entries into v (at most cap); count */
+static size_t ggml_table(const char *src, const char *name, uint64_t *v, size_t cap) {
+    char key[96];
+    snprintf(key, sizeof key, ", %s,", name);
+    const char *p = strstr(src, key);
+    if (!p) return 0;
+    p = strchr(p, ')');
+    const char *end = p ? strstr(p, "GGML_TABLE_END") : NULL;
+    size_t n = 0;
+    while (p && end && p < end && n < cap) {
+        char *q;
+        unsigned long long x = strtoull(p, &q, 0);
+        if (q == p) {
+            p++;
+            continue;
+        }
+        v[n++] = x;
+        p = q;
+    }
+    return n;
+}
+
+static void grids_vs_ggml(void) {
+    const char *dir = getenv("QTK_GGML_SRC");
+    char path[1024];
+    snprintf(path, sizeof path, "%s/src/ggml-common.h", dir ? dir : "");
+    size_t len = 0;
+    char *src = dir ? (char *)slurp(path, &len) : NULL;
+    if (!src) {
+        printf("  skipped: the codebooks against ggml's source (set QTK_GGML_SRC to a ggml tree)\n");
+        return;
+    }
+    src = realloc(src, len + 1);
+    src[len] = '\0';
+    const qtk__lattice_grids *G = qtk__lattice();
+    struct {
+        const char *name;
+        const int8_t *g;
+        size_t n;
+        unsigned w;
+    } k[] = {{"iq2xxs_grid", &G->iq2xxs[0][0], 256, 8}, {"iq2xs_grid", &G->iq2xs[0][0], 512, 8},
+             {"iq2s_grid", &G->iq2s[0][0], 1024, 8},    {"iq1s_grid", &G->iq1s[0][0], 2048, 8},
+             {"iq3xxs_grid", &G->iq3xxs[0][0], 256, 4}, {"iq3s_grid", &G->iq3s[0][0], 512, 4}};
+    uint64_t *v = malloc(2048 * sizeof *v);
+    for (size_t t = 0; t < sizeof k / sizeof k[0]; t++) {
+        size_t n = ggml_table(src, k[t].name, v, 2048), bad = 0;
+        CHECK_MSG(n == k[t].n, "%s: %zu entries in ggml's source, %zu in qtk's", k[t].name, n, k[t].n);
+        for (size_t i = 0; i < n && i < k[t].n; i++)
+            for (unsigned j = 0; j < k[t].w; j++) bad += (int8_t)(uint8_t)(v[i] >> (8 * j)) != k[t].g[i * k[t].w + j];
+        CHECK_MSG(bad == 0, "%s: %zu coordinates differ from ggml's", k[t].name, bad);
+    }
+    /* the signs: IQ2_XXS's 7 stored bits of group 0 are i; ggml's ksigns_iq2xs[i] says which
+     * of the 8 values are negative */
+    size_t n = ggml_table(src, "ksigns_iq2xs", v, 128), bad = 0;
+    CHECK_EQ_U(n, 128);
+    const qtk__gb_fmt *F = fmt_of(0);
+    uint8_t b[66] = {0};
+    qtk__st16(b, 0x3c00);
+    qtk__gb_unpacked u;
+    for (unsigned i = 0; i < 128 && n == 128 && F; i++) {
+        qtk__st32(b + 6, i);
+        qtk__gb_unpack(F, b, &u);
+        unsigned neg = 0;
+        for (unsigned j = 0; j < 8; j++) neg |= (u.q[j] < 0 ? 1u : 0u) << j;
+        bad += neg != v[i];
+    }
+    CHECK_MSG(bad == 0, "%zu of ggml's 128 sign patterns differ", bad);
+    free(v);
+    free(src);
+}
+
+static void pack_inverts_unpack(void) {
+    for (size_t i = 0; i < N_TYPES; i++) {
+        const qtk__gb_fmt *F = fmt_of(i);
+        if (!F) continue;
+        uint8_t b[128], c[128];
+        qtk__gb_unpacked u;
+        size_t bad = 0, refused = 0;
+        for (int r = 0; r < 300; r++) {
+            random_block(F, b);
+            qtk__gb_unpack(F, b, &u);
+            refused += !qtk__gb_lattice_pack(F, &u, c);
+            bad += memcmp(b, c, F->bytes) != 0;
+        }
+        CHECK_MSG(bad == 0 && refused == 0, "%s: %zu of 300 random blocks did not come back (%zu refused)", TYPES[i], bad,
+                  refused);
+        /* off the codebook: a coordinate no grid point has, an even sub-scale */
+        random_block(F, b);
+        qtk__gb_unpack(F, b, &u);
+        u.q[3] = (int8_t)(u.q[3] + 2);
+        CHECK_MSG(!qtk__gb_lattice_pack(F, &u, c), "%s: a coordinate off the grid was packed", TYPES[i]);
+        qtk__gb_unpack(F, b, &u);
+        u.sc[1] = 2;
+        CHECK_MSG(!qtk__gb_lattice_pack(F, &u, c), "%s: an even sub-scale was packed", TYPES[i]);
+    }
+}
+
+/* blocks made by hand: the first values of each, as ggml's formulas give them */
+static void hand_blocks(void) {
+    float y[256];
+    size_t sh[1] = {256};
+    qtk_scheme s;
+    {   /* IQ2_XXS: d = 1, group 0: s = 3 (0.875), grid point 0 (all 8), sign bits 1 -> elements 0 and 7 */
+        uint8_t b[66] = {0};
+        qtk__st16(b, 0x3c00);
+        qtk__st32(b + 6, 1u | 3u << 28);
+        CHECK_OK(qtk_scheme_parse("iq2_xxs", &s));
+        CHECK_OK(qtk_dequantize_bytes(b, sizeof b, sh, 1, &s, QTK_DTYPE_F32, y, 256));
+        CHECK_BITS(y[0], -7.0f);
+        CHECK_BITS(y[1], 7.0f);
+        CHECK_BITS(y[7], -7.0f);
+        CHECK_BITS(y[8], 7.0f);
+        CHECK_BITS(y[32], 1.0f); /* group 1: s = 0: 0.125 x 8 */
+    }
+    {   /* IQ3_S: d = 0.5, group 0 s = 1 (x 3), grid point 0 (all 1), signs 0xff on the first 8 */
+        uint8_t b[110] = {0};
+        qtk__st16(b, 0x3800);
+        b[106] = 1;
+        b[74] = 0xff;
+        CHECK_OK(qtk_scheme_parse("iq3_s", &s));
+        CHECK_OK(qtk_dequantize_bytes(b, sizeof b, sh, 1, &s, QTK_DTYPE_F32, y, 256));
+        CHECK_BITS(y[0], -1.5f);
+        CHECK_BITS(y[7], -1.5f);
+        CHECK_BITS(y[8], 1.5f);
+        CHECK_BITS(y[32], 0.5f);
+    }
+    {   /* IQ1_S: d = 1, group 0: s = 2 (x 5), delta -1/8, grid point 0 (all -1): 5 x -1.125 */
+        uint8_t b[50] = {0};
+        qtk__st16(b, 0x3c00);
+        qtk__st16(b + 34, (uint16_t)(0x8000u | 2u << 12));
+        CHECK_OK(qtk_scheme_parse("iq1_s", &s));
+        CHECK_OK(qtk_dequantize_bytes(b, sizeof b, sh, 1, &s, QTK_DTYPE_F32, y, 256));
+        CHECK_BITS(y[0], -5.625f);
+        CHECK_BITS(y[32], -0.875f); /* group 1: s = 0, delta +1/8: -1 + 0.125 */
+    }
+    {   /* IQ1_M: d = 2 (0x4000: nibble 3 = 4), group 0 (16 values) s = 1 (x 3), group 1 s = 0, delta
+         * of the first 8 negative: 2 x 3 x -1.125, then 2 x 3 x -0.875, then 2 x -0.875 */
+        uint8_t b[56] = {0};
+        b[32] = 0x08;
+        qtk__st16(b + 48, 1u);
+        b[55] = 0x40;
+        CHECK_OK(qtk_scheme_parse("iq1_m", &s));
+        CHECK_OK(qtk_dequantize_bytes(b, sizeof b, sh, 1, &s, QTK_DTYPE_F32, y, 256));
+        CHECK_BITS(y[0], -6.75f);
+        CHECK_BITS(y[8], -5.25f);
+        CHECK_BITS(y[16], -1.75f);
+    }
+}
+
+static char data_dir[1024];
+
+static const char *tp(const char *name) {
+    static char ring[4][1024];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(ring[k], sizeof ring[k], "%s", tmp_path(name));
+    return ring[k];
+}
+
+/* the file ggml wrote: values bit for bit at every level and thread count, bytes back */
+static void ggml_file(void) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/lattice.gguf", data_dir);
+    qtk_ckpt *c = NULL;
+    CHECK_OK(qtk_ckpt_open(path, NULL, &c));
+    if (!c) return;
+    CHECK_EQ_U(qtk_ckpt_count(c), N_TYPES);
+    static const qtk_isa isas[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
+    for (size_t i = 0; i < qtk_ckpt_count(c); i++) {
+        const qtk_ckpt_tensor *t = qtk_ckpt_tensor_at(c, i);
+        CHECK(t->quantized && !t->decoded && strcmp(t->file_type, GGML[i]) == 0);
+        char ep[1200];
+        snprintf(ep, sizeof ep, "%s/%s.expected.f32", data_dir, t->name);
+        size_t n = 0;
+        uint8_t *e = slurp(ep, &n);
+        CHECK_MSG(e && n == 4 * t->numel, "%s: expected values", ep);
+        qtk_ckpt_view v;
+        CHECK_OK(qtk_ckpt_load(c, i, &v));
+        float *y = malloc(t->numel * sizeof *y);
+        for (size_t li = 0; e && li < sizeof isas / sizeof isas[0]; li++) {
+            if (qtk_set_isa(isas[li]) != QTK_OK) {
+                qtk_clear_error();
+                continue;
+            }
+            qtk_tensor *w = NULL;
+            CHECK_OK(qtk_tensor_from_bytes(v.data, v.len, t->shape, t->rank, &t->scheme, &w));
+            for (int th = 1; w && th <= 3; th++) {
+                qtk_set_threads(th);
+                CHECK_OK(qtk_dequantize(w, QTK_DTYPE_F32, y, t->numel));
+                size_t bad = 0;
+                for (size_t k = 0; k < t->numel; k++) bad += qtk__ld32(e + 4 * k) != qtk__f32_bits(y[k]);
+                CHECK_MSG(bad == 0, "%s at %s, %d threads: %zu of %zu values differ from ggml's", t->name,
+                          qtk_isa_name(isas[li]), th, bad, t->numel);
+            }
+            qtk_set_threads(0);
+            qtk_tensor_free(w);
+        }
+        qtk_set_isa(QTK_ISA_AUTO);
+        qtk_ckpt_unload(c, &v);
+        free(y);
+        free(e);
+    }
+    qtk_ckpt_close(c);
+    size_t n0 = 0, n1 = 0;
+    uint8_t *orig = slurp(path, &n0);
+    static const char *const via[] = {"l.bpk", "l.safetensors", "l.gguf"};
+    for (size_t k = 0; k < 3; k++) {
+        const char *a = tp(via[k]), *b = tp("back.gguf");
+        qtk_convert_options o = {.force = 1};
+        CHECK_OK(qtk_ckpt_convert(path, a, &o, NULL));
+        CHECK_OK(qtk_ckpt_convert(a, b, &o, NULL));
+        uint8_t *back = slurp(b, &n1);
+        CHECK_MSG(back && n1 == n0 && memcmp(back, orig, n0) == 0, "GGUF -> %s -> GGUF is not byte-identical", via[k]);
+        free(back);
+    }
+    /* requantized to another scheme, with an SQNR that says the values were read */
+    qtk_convert_options o = {.force = 1, .scheme = "q8_0"};
+    CHECK_OK(qtk_ckpt_convert(path, tp("q8.gguf"), &o, NULL));
+    free(orig);
+}
+
+/* y = x W^T in double from the dequantized weights */
+static void reference(const float *w, const float *x, size_t M, size_t N, size_t K, double *y, double *mag) {
+    for (size_t m = 0; m < M; m++)
+        for (size_t n = 0; n < N; n++) {
+            double s = 0, a = 0;
+            for (size_t k = 0; k < K; k++) {
+                s += (double)x[m * K + k] * w[n * K + k];
+                a += fabs((double)x[m * K + k] * w[n * K + k]);
+            }
+            y[m * N + n] = s;
+            mag[m * N + n] = a;
+        }
+}
+
+static void matmul(void) {
+    enum { N = 40, K = 768, M = 3 };
+    static const qtk_isa isas[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
+    float *x = malloc(M * K * sizeof *x), *w = malloc(N * K * sizeof *w), *y = malloc(M * N * sizeof *y),
+          *y0 = malloc(M * N * sizeof *y0);
+    double *ref = malloc(M * N * sizeof *ref), *mag = malloc(M * N * sizeof *mag);
+    for (size_t i = 0; i < M * K; i++) x[i] = (float)((double)(next() % 20001) / 10000.0 - 1.0);
+    for (size_t i = 0; i < N_TYPES; i++) {
+        const qtk__gb_fmt *F = fmt_of(i);
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse(TYPES[i], &s));
+        if (!F) continue;
+        const size_t nb = N * K / 256;
+        uint8_t *bytes = malloc(nb * F->bytes);
+        for (size_t b = 0; b < nb; b++) random_block(F, bytes + b * F->bytes);
+        size_t sh[2] = {N, K};
+        qtk_tensor *t = NULL;
+        CHECK_OK(qtk_tensor_from_bytes(bytes, nb * F->bytes, sh, 2, &s, &t));
+        if (!t) continue;
+        CHECK_OK(qtk_dequantize(t, QTK_DTYPE_F32, w, N * K));
+        reference(w, x, M, N, K, ref, mag);
+        for (int fast = 0; fast < 2; fast++) {
+            bool first = true;
+            for (size_t li = 0; li < sizeof isas / sizeof isas[0]; li++) {
+                if (qtk_set_isa(isas[li]) != QTK_OK) {
+                    qtk_clear_error();
+                    continue;
+                }
+                for (int th = 1; th <= 3; th++) {
+                    qtk_matmul_options o = {.precision = fast ? QTK_PRECISION_FAST : QTK_PRECISION_EXACT, .threads = th};
+                    CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, M, K, NULL, y, N, &o));
+                    double worst = 0;
+                    for (size_t j = 0; j < M * N; j++) {
+                        double e = fabs(y[j] - ref[j]) / (mag[j] + 1e-30);
+                        worst = e > worst ? e : worst;
+                    }
+                    /* exact: f32 sums; fast: int8 activations (1/254 of a block's largest each) */
+                    CHECK_MSG(worst < (fast ? 2e-2 : 1e-5), "%s %s at %s: error %g of the magnitude", TYPES[i],
+                              fast ? "fast" : "exact", qtk_isa_name(isas[li]), worst);
+                    if (fast && first) memcpy(y0, y, M * N * sizeof *y);
+                    else if (fast)
+                        CHECK_MSG(memcmp(y0, y, M * N * sizeof *y) == 0, "%s fast: bits differ at %s, %d threads", TYPES[i],
+                                  qtk_isa_name(isas[li]), th);
+                    first = false;
+                }
+            }
+            qtk_set_isa(QTK_ISA_AUTO);
+        }
+        const char *kn = NULL;
+        qtk_matmul_options o = {.precision = QTK_PRECISION_FAST};
+        CHECK_OK(qtk_matmul_kernel(t, 1, &o, &kn));
+        CHECK_MSG(kn && strstr(kn, "lattice"), "%s: kernel '%s'", TYPES[i], kn ? kn : "NULL");
+        qtk_tensor_free(t);
+        free(bytes);
+    }
+    free(x), free(w), free(y), free(y0), free(ref), free(mag);
+}
+
+static void errors(void) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse("iq2_xs", &s));
+    float x[512] = {0};
+    size_t sh[2] = {2, 256}, bad[2] = {2, 200}, row[1] = {512};
+    qtk_tensor *t = NULL;
+    CHECK_ERR(qtk_quantize(x, bad, 2, &s, NULL, &t), QTK_E_SHAPE, "not a multiple of 256");
+    CHECK_ERR(qtk_quantize(x, sh, 2, &s, NULL, &t), QTK_E_UNSUPPORTED, "quantizing to iq2_xs (ggml IQ2_XS) is not implemented");
+    for (size_t i = 0; i < N_TYPES; i++) {
+        const qtk__gb_fmt *F = fmt_of(i);
+        if (!F) continue;
+        uint8_t b[2 * 110];
+        random_block(F, b);
+        random_block(F, b + F->bytes);
+        if (F->f == QTK__GF_IQ1_M) b[F->bytes + 53] |= 0xc0, b[F->bytes + 55] = (uint8_t)(b[F->bytes + 55] | 0x70);
+        else b[F->bytes + 1] = 0x7e;
+        CHECK_OK(qtk_scheme_parse(TYPES[i], &s));
+        CHECK_ERR(qtk_tensor_from_bytes(b, 2 * F->bytes, row, 1, &s, &t), QTK_E_VALUE, "block 1 (row 0, block 1 of the row");
+        CHECK_ERR(qtk_tensor_from_bytes(b, 2 * F->bytes - 1, row, 1, &s, &t), QTK_E_LENGTH, "");
+    }
+}
+
+static void start(void) {
+    tmp_dir_make();
+    snprintf(data_dir, sizeof data_dir, "%s", QTK_TEST_DATA_DIR "/lattice");
+}
+static void finish(void) { tmp_dir_remove(); }
+
+TEST_MAIN("lattice", T(start), T(schemes), T(grids_structure), T(grids_vs_ggml), T(pack_inverts_unpack), T(hand_blocks),
+          T(ggml_file), T(matmul), T(errors), T(finish))
