@@ -110,6 +110,16 @@ static const pair PAIRS[] = {
     {"q4_k", GGML_TYPE_Q4_K, "q4_k"},
     {"q5_k", GGML_TYPE_Q5_K, "q5_k"},
     {"q6_k", GGML_TYPE_Q6_K, "q6_k"},
+    /* the lattice types (docs/lattice.md): qtk does not make them, so both sides multiply the
+     * same random blocks (every bit pattern with a finite d is a block; the kernels' time does
+     * not depend on the values) */
+    {"iq2_xxs", GGML_TYPE_IQ2_XXS, "iq2_xxs"},
+    {"iq2_xs", GGML_TYPE_IQ2_XS, "iq2_xs"},
+    {"iq2_s", GGML_TYPE_IQ2_S, "iq2_s"},
+    {"iq3_xxs", GGML_TYPE_IQ3_XXS, "iq3_xxs"},
+    {"iq3_s", GGML_TYPE_IQ3_S, "iq3_s"},
+    {"iq1_s", GGML_TYPE_IQ1_S, "iq1_s"},
+    {"iq1_m", GGML_TYPE_IQ1_M, "iq1_m"},
 };
 #define NPAIRS (sizeof PAIRS / sizeof PAIRS[0])
 
@@ -133,13 +143,35 @@ typedef struct {
     size_t wbytes;
 } gg_mm;
 
-static int gg_init(gg_mm *g, enum ggml_type type, const float *w, size_t n, size_t k, const float *x, size_t m) {
+/* random lattice blocks with d = 2^-8 (IQ1_M: its d's nibbles in the scale words' tops) */
+static void lattice_blocks(enum ggml_type type, uint8_t *p, size_t bytes) {
+    const size_t bb = ggml_type_size(type);
+    uint64_t r = 0x9e3779b97f4a7c15ull;
+    for (size_t i = 0; i < bytes; i++) {
+        r ^= r << 13, r ^= r >> 7, r ^= r << 17;
+        p[i] = (uint8_t)r;
+    }
+    for (size_t b = 0; b < bytes / bb; b++) {
+        uint8_t *q = p + b * bb;
+        if (type == GGML_TYPE_IQ1_M) {
+            q[49] &= 0x0f, q[51] &= 0x0f, q[53] = (uint8_t)((q[53] & 0x0f) | 0xc0), q[55] = (uint8_t)((q[55] & 0x0f) | 0x10);
+        } else {
+            q[0] = 0x00, q[1] = 0x1c;
+        }
+    }
+}
+
+static int gg_init(gg_mm *g, enum ggml_type type, const float *w, size_t n, size_t k, const float *x, size_t m, bool random) {
     memset(g, 0, sizeof *g);
     g->wbytes = ggml_row_size(type, (int64_t)k) * n;
     g->wdata = aligned_alloc(64, (g->wbytes + 63) / 64 * 64);
     if (!g->wdata) return -1;
-    ggml_quantize_init(type);
-    ggml_quantize_chunk(type, w, g->wdata, 0, (int64_t)n, (int64_t)k, NULL);
+    if (random) {
+        lattice_blocks(type, g->wdata, g->wbytes);
+    } else {
+        ggml_quantize_init(type);
+        ggml_quantize_chunk(type, w, g->wdata, 0, (int64_t)n, (int64_t)k, NULL);
+    }
     g->xdata = malloc(m * k * sizeof(float));
     g->ydata = malloc(m * n * sizeof(float));
     if (!g->xdata || !g->ydata) return -1;
@@ -220,7 +252,7 @@ static void usage(void) {
           "  --reps R     interleaved rounds; each variant keeps its best (default 20; GEMM: R/4, at least 3)\n"
           "  --threads    thread counts (default 1,2)\n"
           "  --pairs      ggml type names among q4_0,q8_0,mxfp4,nvfp4,iq4_nl,tq2_0,q4_1,q5_0,q5_1,q2_k,q3_k,q4_k,\n"
-          "               q5_k,q6_k (default all)\n"
+          "               q5_k,q6_k,iq2_xxs,iq2_xs,iq2_s,iq3_xxs,iq3_s,iq1_s,iq1_m (default all)\n"
           "  --shapes     indices into 0:4096x4096/1 1:4096x4096/64 2:14336x4096/1 3:14336x4096/64\n"
           "               4:4096x11008/1 (N x K / M; default all)\n",
           stderr);
@@ -293,17 +325,22 @@ int main(int argc, char **argv) {
             qtk_scheme s;
             qtk_tensor *t = NULL;
             size_t shp[2] = {N, K};
-            if (qtk_scheme_parse(pr->spec, &s) || qtk_quantize(w, shp, 2, &s, NULL, &t)) {
+            if (qtk_scheme_parse(pr->spec, &s)) {
+                fprintf(stderr, "qtk: %s\n", qtk_last_error());
+                return 1;
+            }
+            const bool lattice = s.mode == QTK_MODE_LATTICE;
+            gg_mm g;
+            if (gg_init(&g, pr->type, w, N, K, x, M, lattice)) {
+                fprintf(stderr, "ggml setup failed for %s\n", pr->name);
+                return 1;
+            }
+            if (lattice ? qtk_tensor_from_bytes(g.wdata, g.wbytes, shp, 2, &s, &t) : qtk_quantize(w, shp, 2, &s, NULL, &t)) {
                 fprintf(stderr, "qtk: %s\n", qtk_last_error());
                 return 1;
             }
             size_t qbytes = 0;
             const uint8_t *qb = qtk_tensor_bytes(t, &qbytes);
-            gg_mm g;
-            if (gg_init(&g, pr->type, w, N, K, x, M)) {
-                fprintf(stderr, "ggml setup failed for %s\n", pr->name);
-                return 1;
-            }
             /* ggml's own block structs (store=ggml): both sides multiply the same weights, so
              * the results differ only by the activations' rounding; this also has ggml read
              * the bytes qtk's quantizer wrote */

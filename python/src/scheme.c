@@ -166,12 +166,15 @@ static PyObject *get_bits(PyObject *self, void *c) {
 static PyObject *get_mode(PyObject *self, void *c) {
     (void)c;
     const qtk_mode m = S(self)->mode;
-    return PyUnicode_FromString(m == QTK_MODE_LOOKUP ? "lookup" : m == QTK_MODE_AFFINE ? "affine" : "symmetric");
+    return PyUnicode_FromString(m == QTK_MODE_LOOKUP    ? "lookup"
+                                : m == QTK_MODE_AFFINE  ? "affine"
+                                : m == QTK_MODE_LATTICE ? "lattice"
+                                                        : "symmetric");
 }
 
 static PyObject *get_table(PyObject *self, void *c) {
     (void)c;
-    if (S(self)->mode != QTK_MODE_LOOKUP) Py_RETURN_NONE;
+    if (S(self)->mode != QTK_MODE_LOOKUP && S(self)->mode != QTK_MODE_LATTICE) Py_RETURN_NONE;
     return PyUnicode_FromString(S(self)->table);
 }
 
@@ -251,7 +254,10 @@ static PyGetSetDef getset[] = {
      "The value type: 'q8f', 'q8s', 'q4f', 'q4s', 'q2f', 'q2s', 'e4m3', 'e5m2', 'e2m1', or qtk's extension's "
      "'u8', 'u5', 'u4', 'u3', 'u2', 'q6f', 'q5f', 'q3f'.", NULL},
     {"bits", get_bits, NULL, "Field width in bits (8, 6, 5, 4, 3 or 2).", NULL},
-    {"mode", get_mode, NULL, "'symmetric', 'lookup' or 'affine' (an offset per scale group, docs/affine.md).", NULL},
+    {"mode", get_mode, NULL,
+     "'symmetric', 'lookup', 'affine' (an offset per scale group, docs/affine.md) or 'lattice' (a vector codebook: "
+     "ggml's IQ1/IQ2/IQ3 types, docs/lattice.md).",
+     NULL},
     {"offset", get_offset, NULL,
      "How an affine scheme's offset enters: 'offset' (x = s q + o), 'min' (x = s q - m), 'zero' (x = s (q - z)); "
      "None for other modes.", NULL},
@@ -259,7 +265,7 @@ static PyGetSetDef getset[] = {
     {"super_block", get_super_block, NULL,
      "Elements under one super-block scale (256 for ggml's K types), or None.", NULL},
     {"super_dtype", get_super_dtype, NULL, "The super-block scales' dtype ('f16'), or None.", NULL},
-    {"table", get_table, NULL, "The lookup table's name, or None for a symmetric scheme.", NULL},
+    {"table", get_table, NULL, "The lookup table's name (lattice mode: the codebook's), or None.", NULL},
     {"store", get_store, NULL,
      "How fields are stored: 'u32' (Burn's default), 'native', 'packed', or 'ggml' (ggml's block structs).", NULL},
     {"pack_dim", get_pack_dim, NULL, "The dimension fields are packed along, counted from the innermost (0 = last).", NULL},

@@ -21,6 +21,8 @@ static void expand(const uint16_t *codes, size_t n, unsigned width, unsigned bas
     }
 }
 
+static unsigned signs8(unsigned bits);
+
 static void build(void) {
     static const int8_t l2[3] = {8, 25, 43}, l1[3] = {-1, 0, 1};
     static const int8_t l3xxs[8] = {4, 12, 20, 28, 36, 44, 52, 62}, l3s[8] = {1, 3, 5, 7, 9, 11, 13, 15};
@@ -30,6 +32,19 @@ static void build(void) {
     expand(qtk__grid_iq1s, 2048, 8, 3, l1, &grids.iq1s[0][0]);
     expand(qtk__grid_iq3xxs, 256, 4, 8, l3xxs, &grids.iq3xxs[0][0]);
     expand(qtk__grid_iq3s, 512, 4, 8, l3s, &grids.iq3s[0][0]);
+    for (unsigned i = 0; i < 2048; i++)
+        for (unsigned j = 0; j < 8; j++) {
+            grids.iq1q[0][i][j] = (int8_t)(8 * grids.iq1s[i][j] + 1);
+            grids.iq1q[1][i][j] = (int8_t)(8 * grids.iq1s[i][j] - 1);
+        }
+    for (unsigned i = 0; i < 128; i++) grids.ksigns[i] = (uint8_t)signs8(i);
+    for (unsigned i = 0; i < 256; i++) {
+        uint64_t m = 0;
+        for (unsigned j = 0; j < 8; j++) m |= (uint64_t)((i >> j) & 1u ? 0xffu : 0u) << (8 * j);
+        grids.smask[i] = m;
+        grids.spm8[i] = m | 0x0101010101010101ull;
+    }
+    for (unsigned i = 0; i < 128; i++) grids.spm7[i] = grids.spm8[grids.ksigns[i]];
 }
 
 const qtk__lattice_grids *qtk__lattice(void) {

@@ -243,6 +243,8 @@ QTK_INTERNAL void qtk__mm_gb_ref_range(const qtk__mm *c, size_t n0, size_t n1, f
 /* The AVX-512 level's kernel (mm_avx2.c): AVX2's, the 32-element types with vpdpbusd where the
  * CPU has AVX512-VNNI (and the test hook QTK__MM_HOOK_INT_MAD does not withhold it). */
 QTK_INTERNAL void qtk__mm_gb_int_avx512(const qtk__mm *c, size_t n0, size_t n1, float *ws);
+/* the lattice types' (AVX2's, which the AVX-512 level runs) */
+QTK_INTERNAL void qtk__mm_gb_lat_int_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 
 /* ---- mm_gemm.c: tiled drivers over isa->decode and isa->ukr ---- */
 

@@ -28,3 +28,5 @@ void qtk__mm_gb_int_avx512(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
     if ((qtk__mm_features() & need) == need && !(qtk__mm_hooks() & QTK__MM_HOOK_INT_MAD)) gb_int_vnni(c, n0, n1, ws);
     else gb_int(c, n0, n1, ws);
 }
+
+void qtk__mm_gb_lat_int_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws) { gb_lat_int(c, n0, n1, ws); }

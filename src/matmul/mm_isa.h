@@ -10,7 +10,7 @@ const qtk__mm_isa MV_TABLE = {
     .tiled_name = MV_NAME " exact: tiled GEMM, tiles decoded into L1, f32 microkernel",
     .int_name = int_name,
     .gb_int_name = MV_NAME " integer: ggml's blocks, " MV_GB_INSN,
-#ifdef GB_LAT_INT
+#ifdef GB_LAT_INSN
     .gb_lat_int_name = MV_NAME " integer: lattice blocks, " GB_LAT_INSN,
     .gb_lat_int = GB_LAT_INT,
 #else

@@ -33,5 +33,6 @@ static void nk_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) { nk_int_d
 #undef MV_IT
 
 #include "mm_body_gb.h"
+#include "mm_body_lat.h"
 
 #include "mm_isa.h"

@@ -330,6 +330,12 @@ MV_AI mvi mvi_madd16(mvi a, mvi b) {
     MV_LANES r[l_] = (int32_t)x[2 * l_] * y[2 * l_] + (int32_t)x[2 * l_ + 1] * y[2 * l_ + 1];
     return r;
 }
+/* the MV_B / 8 u64 at w, in order (little-endian bytes) */
+MV_AI mvi mvi_from_u64(const uint64_t *w) {
+    mvi r;
+    memcpy(&r, w, sizeof r);
+    return r;
+}
 /* the sum of the int32 lanes (wrapping) */
 MV_AI int32_t mvi_hsum(mvi v) {
     uint32_t s = 0;

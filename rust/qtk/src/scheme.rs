@@ -93,8 +93,8 @@ pub enum QuantStore {
     PackedNative(usize),
     /// 32 / bits fields per little-endian u32 word along that dimension (Burn's default).
     PackedU32(usize),
-    /// qtk's extension: ggml's block structs verbatim (`store=ggml`: Q4_1, Q5_0, Q5_1 and the
-    /// K-quants; docs/affine.md).
+    /// qtk's extension: ggml's block structs verbatim (`store=ggml`: Q4_1, Q5_0, Q5_1, the
+    /// K-quants and the lattice types; docs/affine.md, docs/lattice.md).
     Ggml,
 }
 
@@ -107,6 +107,10 @@ pub enum QuantMode {
     Lookup,
     /// qtk's extension: an offset per scale group ([`Scheme::offset`]; docs/affine.md)
     Affine,
+    /// qtk's extension: a vector codebook, each code selecting 4 or 8 values at once (the
+    /// codebook's name is [`Scheme::table`]; ggml's IQ1/IQ2/IQ3 types, `store=ggml` only;
+    /// docs/lattice.md)
+    Lattice,
 }
 
 /// The dtype of stored scales: Burn's `ScaleDtype`, then qtk's integer dtypes (the sub-scales of
@@ -571,6 +575,7 @@ impl Scheme {
             QuantMode::Symmetric => sys::qtk_mode_QTK_MODE_SYMMETRIC,
             QuantMode::Lookup => sys::qtk_mode_QTK_MODE_LOOKUP,
             QuantMode::Affine => sys::qtk_mode_QTK_MODE_AFFINE,
+            QuantMode::Lattice => sys::qtk_mode_QTK_MODE_LATTICE,
         };
         if let Some(b) = &self.block {
             let dims = b.size.as_slice();
@@ -626,6 +631,7 @@ impl Scheme {
             x if x == sys::qtk_mode_QTK_MODE_SYMMETRIC => QuantMode::Symmetric,
             x if x == sys::qtk_mode_QTK_MODE_LOOKUP => QuantMode::Lookup,
             x if x == sys::qtk_mode_QTK_MODE_AFFINE => QuantMode::Affine,
+            x if x == sys::qtk_mode_QTK_MODE_LATTICE => QuantMode::Lattice,
             x => return Err(unknown("qtk_mode", x)),
         };
         let block = if c.block_rank == 0 {

@@ -109,6 +109,7 @@ pub type qtk_value = std::os::raw::c_uint;
 pub const qtk_mode_QTK_MODE_SYMMETRIC: qtk_mode = 0;
 pub const qtk_mode_QTK_MODE_LOOKUP: qtk_mode = 1;
 pub const qtk_mode_QTK_MODE_AFFINE: qtk_mode = 2;
+pub const qtk_mode_QTK_MODE_LATTICE: qtk_mode = 3;
 pub type qtk_mode = std::os::raw::c_uint;
 pub const qtk_offset_QTK_OFFSET_ADD: qtk_offset = 0;
 pub const qtk_offset_QTK_OFFSET_MIN: qtk_offset = 1;

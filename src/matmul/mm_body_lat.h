@@ -1,0 +1,189 @@
+/* mm_body_lat.h — the lattice types' integer path (docs/lattice.md; mm_gb.h's arithmetic)
+ * written once over the vocabulary, for integer vectors of MV_B = 16 or 32 bytes (the
+ * portable and NEON levels; AVX2, whose kernel the AVX-512 level runs too). Included by the
+ * per-level files after mm_body_gb.h.
+ *
+ * A block's coordinates are made 8 at a time as u64 from the codebook: the grid point's levels
+ * (unsigned) and a mask of -1 / +1 bytes for their signs (IQ1: from a table of the signed
+ * 8 x (level +- 1/8), whose magnitudes are taken), set into vectors; the sub-scales (2s + 1)
+ * become int16 vectors, one per 16 elements. With q the coordinates and x the activations, one
+ * vector gives madd16(maddubs(|q|, sign(x, q)), sc): pairs of q x, |q x| <= 62 x 127, exact in
+ * int16, times the sub-scale into int32. A block's vectors are made once and serve every row of x of
+ * the chunk; its int32 sum is mm_gb.h's isum, and the float arithmetic after it is mm_gb.h's,
+ * blocks 8 at a time in lanes (as mm_body_gb.h's K types): the same bits as the scalar kernel. */
+
+#if MV_B <= 32
+
+#define LAT_NV (256 / MV_B) /* vectors of a block */
+
+/* Vector i of a block (elements i MV_B .. + MV_B): the magnitudes of its coordinates *u
+ * (unsigned bytes) and *sg, bytes whose sign is theirs (for mvi_sign8 of x: -1 or +1 as a mask,
+ * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements. */
+MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids *T, unsigned i, mvi *u, mvi *sg,
+                   int16_t *sc2) {
+    uint64_t g[MV_B / 8], m[MV_B / 8];
+    const unsigned k = i * MV_B / 32; /* its group of 32 */
+    MV_UNROLL
+    for (unsigned t = 0; t < MV_B / 8; t++) {
+        const unsigned l = (i * MV_B / 8 + t) % 4; /* its 8 within the 32 */
+        switch (f) {
+        case QTK__GF_IQ2_XXS: {
+            const uint32_t a = qtk__ld32(b + 6 + 8 * k);
+            memcpy(&g[t], T->iq2xxs[b[2 + 8 * k + l]], 8);
+            m[t] = T->spm7[(a >> (7 * l)) & 127u];
+            sc2[0] = sc2[1] = (int16_t)(2 * (a >> 28) + 1);
+            break;
+        }
+        case QTK__GF_IQ2_XS: {
+            const unsigned w = qtk__ld16(b + 2 + 8 * k + 2 * l), s = b[66 + k];
+            memcpy(&g[t], T->iq2xs[w & 511u], 8);
+            m[t] = T->spm7[w >> 9];
+            sc2[0] = (int16_t)(2 * (s & 15u) + 1), sc2[1] = (int16_t)(2 * (s >> 4) + 1);
+            break;
+        }
+        case QTK__GF_IQ2_S: {
+            const unsigned s = b[74 + k], h = b[66 + k];
+            memcpy(&g[t], T->iq2s[b[2 + 4 * k + l] | ((h >> (2 * l)) & 3u) << 8], 8);
+            m[t] = T->spm8[b[34 + 4 * k + l]];
+            sc2[0] = (int16_t)(2 * (s & 15u) + 1), sc2[1] = (int16_t)(2 * (s >> 4) + 1);
+            break;
+        }
+        case QTK__GF_IQ3_XXS: {
+            const uint32_t a = qtk__ld32(b + 66 + 4 * k);
+            uint32_t g1, g2;
+            memcpy(&g1, T->iq3xxs[b[2 + 8 * k + 2 * l]], 4);
+            memcpy(&g2, T->iq3xxs[b[2 + 8 * k + 2 * l + 1]], 4);
+            g[t] = (uint64_t)g1 | (uint64_t)g2 << 32;
+            m[t] = T->spm7[(a >> (7 * l)) & 127u];
+            sc2[0] = sc2[1] = (int16_t)(2 * (a >> 28) + 1);
+            break;
+        }
+        case QTK__GF_IQ3_S: {
+            const unsigned h = b[66 + k];
+            uint32_t g1, g2;
+            memcpy(&g1, T->iq3s[b[2 + 8 * k + 2 * l] | ((h >> (2 * l)) & 1u) << 8], 4);
+            memcpy(&g2, T->iq3s[b[2 + 8 * k + 2 * l + 1] | ((h >> (2 * l + 1)) & 1u) << 8], 4);
+            g[t] = (uint64_t)g1 | (uint64_t)g2 << 32;
+            m[t] = T->spm8[b[74 + 4 * k + l]];
+            sc2[0] = sc2[1] = (int16_t)(2 * ((b[106 + k / 2] >> (4 * (k % 2))) & 15u) + 1);
+            break;
+        }
+        case QTK__GF_IQ1_S: {
+            const unsigned h = qtk__ld16(b + 34 + 2 * k);
+            memcpy(&g[t], T->iq1q[h >> 15][b[2 + 4 * k + l] | ((h >> (3 * l)) & 7u) << 8], 8);
+            sc2[0] = sc2[1] = (int16_t)(2 * ((h >> 12) & 7u) + 1);
+            break;
+        }
+        default: { /* IQ1_M */
+            const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2)), hh = b[32 + 2 * k + l / 2] >> (4 * (l % 2));
+            memcpy(&g[t], T->iq1q[(hh >> 3) & 1u][b[4 * k + l] | (hh & 7u) << 8], 8);
+            sc2[0] = (int16_t)(2 * (s & 7u) + 1), sc2[1] = (int16_t)(2 * ((s >> 3) & 7u) + 1);
+            break;
+        }
+        }
+    }
+    if (f == QTK__GF_IQ1_S || f == QTK__GF_IQ1_M) { /* signed coordinates: their signs and magnitudes */
+        *sg = mvi_from_u64(g);
+        *u = mvi_abs8(*sg);
+    } else {
+        *u = mvi_from_u64(g);
+        *sg = mvi_from_u64(m);
+    }
+#if MV_B == 16
+    if (i % 2) sc2[0] = sc2[1]; /* the second 16 of its 32 */
+#endif
+}
+
+/* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles) times dmul, exact. */
+MV_AI float lat_d(const qtk__gfmt f, const uint8_t *b, float dmul) {
+    uint16_t h = qtk__ld16(b);
+    if (f == QTK__GF_IQ1_M)
+        h = (uint16_t)((b[49] >> 4) | (b[51] & 0xf0u) | (b[53] >> 4) << 8 | (b[55] & 0xf0u) << 8);
+    return mv_f16(h) * dmul;
+}
+
+MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
+    const qtk__gb_fmt *F = c->w.gb;
+    const size_t bytes = F->bytes, nb = c->K / 256;
+    const float dmul = F->dmul;
+    const qtk__lattice_grids *T = qtk__lattice();
+    for (size_t n = n0; n < n1; n++) {
+        const uint8_t *row = c->w.vals + n * c->w.row_bytes;
+        for (size_t m0 = 0; m0 < M; m0 += QTK__MM_GB_MAX_M) { /* rows of x a chunk at a time */
+            const size_t mc = M - m0 < QTK__MM_GB_MAX_M ? M - m0 : QTK__MM_GB_MAX_M;
+            mvf A[QTK__MM_GB_MAX_M][8 / MV_L];
+            for (size_t mi = 0; mi < mc; mi++)
+                for (unsigned v = 0; v < 8 / MV_L; v++) A[mi][v] = mvf_zero();
+            for (size_t b0 = 0; b0 < nb; b0 += 8) {
+                const size_t nbb = nb - b0 < 8 ? nb - b0 : 8;
+                const uint8_t *blk0 = row + b0 * bytes;
+                mvi ai[QTK__MM_GB_MAX_M][8];
+                float dv[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+                for (size_t bb = 0; bb < 8; bb++) {
+                    if (bb >= nbb) {
+                        for (size_t mi = 0; mi < mc; mi++) ai[mi][bb] = mvi_zero();
+                        continue;
+                    }
+                    const uint8_t *blk = blk0 + bb * bytes;
+                    for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
+                    dv[bb] = lat_d(f, blk, dmul);
+                    mvi u[LAT_NV], q[LAT_NV], s16[LAT_NV];
+                    MV_UNROLL
+                    for (unsigned i = 0; i < LAT_NV; i++) {
+                        int16_t sc2[2];
+                        lat_vec(f, blk, T, i, &u[i], &q[i], sc2);
+                        s16[i] = mvi_bcast16x(sc2);
+                    }
+                    const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
+                    for (size_t mi = 0; mi < mc; mi++) {
+                        const int8_t *xm = xq + mi * c->kq;
+                        mvi a = mvi_zero();
+                        MV_UNROLL
+                        for (unsigned i = 0; i < LAT_NV; i++)
+                            a = mvi_add(a, mvi_madd16(mvi_maddubs(u[i], mvi_sign8(mvi_loadu(xm + i * MV_B), q[i])), s16[i]));
+                        ai[mi][bb] = a;
+                    }
+                }
+                for (size_t mi = 0; mi < mc; mi++) {
+                    const size_t m = m0 + mi;
+                    int32_t isum[8];
+                    mvi_hsum8(ai[mi], isum);
+                    MV_UNROLL
+                    for (unsigned v = 0; v < 8 / MV_L; v++) {
+                        const size_t nv = gb_lanes_of(nbb, v);
+                        const mvf sx = mvf_load_n(c->xs + m * c->xs_ld + b0 + v * MV_L, nv);
+                        mvf ad = mvf_mul(mvf_loadu(dv + v * MV_L), sx);
+                        if (clamp) ad = mvf_clamp_finite(ad);
+                        A[mi][v] = mvf_add(A[mi][v], mvf_mul(ad, mvf_from_i(mvi_loadu(isum + v * MV_L))));
+                    }
+                }
+            }
+            gb_store(c, A, mc, m0, n);
+        }
+    }
+}
+
+MV_AI void lat_rows(const qtk__gfmt f, const qtk__mm *c, size_t n0, size_t n1) {
+    const bool clamp = !(c->xs_max <= FLT_MAX / 65504.0f); /* |d x dmul| <= 65504 */
+    if (c->M == 1 && !clamp) lat_rows_m(f, 1, false, c, n0, n1);
+    else lat_rows_m(f, c->M, true, c, n0, n1);
+}
+
+static void gb_lat_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+    (void)ws;
+    switch (c->w.gb->f) {
+    case QTK__GF_IQ2_XXS: lat_rows(QTK__GF_IQ2_XXS, c, n0, n1); break;
+    case QTK__GF_IQ2_XS: lat_rows(QTK__GF_IQ2_XS, c, n0, n1); break;
+    case QTK__GF_IQ2_S: lat_rows(QTK__GF_IQ2_S, c, n0, n1); break;
+    case QTK__GF_IQ3_XXS: lat_rows(QTK__GF_IQ3_XXS, c, n0, n1); break;
+    case QTK__GF_IQ3_S: lat_rows(QTK__GF_IQ3_S, c, n0, n1); break;
+    case QTK__GF_IQ1_S: lat_rows(QTK__GF_IQ1_S, c, n0, n1); break;
+    default: lat_rows(QTK__GF_IQ1_M, c, n0, n1); break;
+    }
+}
+#ifndef GB_LAT_INT
+#  define GB_LAT_INT gb_lat_int
+#endif
+#define GB_LAT_INSN "codebook rows in u64, pmaddubsw by |q| with the signs on x, pmaddwd by the sub-scales"
+
+#endif
