@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import qtk
-from conftest import GGML, weights
+from conftest import GGML, REPO, weights
 
 # BURNPACK.md section 5: model.bpk's tensors by offset, with their absolute offsets
 MODEL_ORDER = [
@@ -262,3 +262,30 @@ def test_gptq_checkpoint_reads_as_a_zero_point_scheme_and_writes_back(tmp_path):
     with qtk.open(tmp_path / "out", layout="none") as c:
         for name, a in stored.items():
             assert np.array_equal(c.tensor(name), a), name
+
+
+LATTICE = REPO / "tests" / "data" / "lattice"
+
+
+def test_gguf_lattice_types_read_as_ggml_wrote_them(tmp_path):
+    """ggml's IQ1/IQ2/IQ3 types (docs/lattice.md): the file ggml wrote (tests/data/lattice) reads
+    as qtk tensors of the lattice mode whose values are ggml's bit for bit, and converts back."""
+    with qtk.open(LATTICE / "lattice.gguf") as c:
+        assert len(c) == 7
+        for name in c.keys():
+            t = c.tensor(name)
+            s = t.scheme
+            assert s.mode == "lattice" and s.store == "ggml" and s.preset == name[2:]
+            assert s.table == name[2:].replace("_", "")
+            want = np.fromfile(LATTICE / (name + ".expected.f32"), dtype="<f4")
+            assert t.dequantize().reshape(-1).tobytes() == want.tobytes(), name
+            x = np.random.default_rng(5).standard_normal((3, t.shape[1])).astype(np.float32)
+            y = qtk.matmul(t, x, precision="fast")
+            ref = x.astype(np.float64) @ t.dequantize().astype(np.float64).T
+            assert np.abs(y - ref).max() <= 0.02 * np.abs(ref).max(), name
+    qtk.convert(LATTICE / "lattice.gguf", tmp_path / "l.bpk")
+    qtk.convert(tmp_path / "l.bpk", tmp_path / "back.gguf")
+    assert (tmp_path / "back.gguf").read_bytes() == (LATTICE / "lattice.gguf").read_bytes()
+    with pytest.raises(qtk.Error) as e:
+        qtk.quantize(np.zeros((2, 256), np.float32), "iq2_xxs")
+    assert e.value.status == "QTK_E_UNSUPPORTED" and "not implemented" in str(e.value)

@@ -121,6 +121,12 @@ static void choose(qtk__mm *c, const qtk_matmul_options *o) {
             c->bx = c->w.gb->qk;
             return;
         }
+        if (c->w.gb->lattice && isa->gb_lat_exact && c->layout == QTK_MM_NK && c->M <= QTK__MM_GB_MAX_M &&
+            !(hooks & QTK__MM_HOOK_NO_FUSED)) {
+            c->path = QTK_MM_PATH_EXACT; /* the lattice blocks' fused GEMV (mm_body_lat.h) */
+            c->fused = true;
+            return;
+        }
         c->path = isa == &qtk__mm_isa_ref ? QTK_MM_PATH_REFERENCE : QTK_MM_PATH_GENERIC;
         return;
     }
@@ -166,6 +172,10 @@ static qtk_status prepare(qtk__mm *c) {
     case QTK_MM_PATH_REFERENCE: c->ws_floats = qtk__mm_ref_ws(c); return QTK_OK;
     case QTK_MM_PATH_INTEGER: return c->w.gb ? qtk__mm_gb_prepare(c) : isa->int_prepare(c);
     default: break;
+    }
+    if (c->w.gb && c->path == QTK_MM_PATH_EXACT) { /* the lattice GEMV reads x as it is */
+        c->ws_floats = 0;
+        return QTK_OK;
     }
     /* the exact path's step order (the generic decoder's natural order: sf = 0) */
     c->sf = 0;
@@ -256,6 +266,9 @@ static qtk__mm_range_fn range_fn(const qtk__mm *c) {
     switch (c->path) {
     case QTK_MM_PATH_REFERENCE: return qtk__mm_ref_range;
     case QTK_MM_PATH_INTEGER: return !c->w.gb ? c->isa->nk_int : c->w.gb->lattice ? c->isa->gb_lat_int : c->isa->gb_int;
+    case QTK_MM_PATH_EXACT:
+        if (c->w.gb) return c->isa->gb_lat_exact;
+        break;
     default: break;
     }
     if (c->layout == QTK_MM_KN) return c->fused ? c->isa->kn_fused : qtk__mm_gemm_kn;
@@ -446,7 +459,9 @@ qtk_status qtk_matmul_kernel(const qtk_tensor *w, size_t m, const qtk_matmul_opt
         switch (c.path) {
         case QTK_MM_PATH_REFERENCE: *kernel = "scalar reference: element codecs, f32 sums in order of k"; break;
         case QTK_MM_PATH_GENERIC: *kernel = c.isa->generic_name; break;
-        case QTK_MM_PATH_EXACT: *kernel = c.fused ? c.isa->fused_name : c.isa->tiled_name; break;
+        case QTK_MM_PATH_EXACT:
+            *kernel = c.w.gb ? c.isa->gb_lat_exact_name : c.fused ? c.isa->fused_name : c.isa->tiled_name;
+            break;
         default:
             *kernel = !c.w.gb ? c.isa->int_name(&c) : c.w.gb->lattice ? c.isa->gb_lat_int_name : c.isa->gb_int_name;
             break;

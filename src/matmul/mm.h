@@ -160,8 +160,10 @@ typedef struct qtk__mm_isa {
     /* store=ggml's integer path (mm_gb.c; NULL: none at this level), up to this many rows of x */
     qtk__mm_range_fn gb_int;
     size_t gb_int_max_m;
-    /* the same for the lattice types (docs/lattice.md) */
-    qtk__mm_range_fn gb_lat_int;
+    /* the same for the lattice types (docs/lattice.md), and their exact path at M up to
+     * QTK__MM_GB_MAX_M (nk; NULL: the generic tiles) */
+    qtk__mm_range_fn gb_lat_int, gb_lat_exact;
+    const char *gb_lat_exact_name;
     /* the stream: fields per step, their order in a step, how a step finds its scales (for
      * rows of len fields), and the fused kernels' scratch (floats per thread) */
     size_t (*step)(const qtk__mmw *w);
@@ -245,6 +247,7 @@ QTK_INTERNAL void qtk__mm_gb_ref_range(const qtk__mm *c, size_t n0, size_t n1, f
 QTK_INTERNAL void qtk__mm_gb_int_avx512(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 /* the lattice types' (AVX2's, which the AVX-512 level runs) */
 QTK_INTERNAL void qtk__mm_gb_lat_int_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws);
+QTK_INTERNAL void qtk__mm_gb_lat_exact_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws);
 
 /* ---- mm_gemm.c: tiled drivers over isa->decode and isa->ukr ---- */
 

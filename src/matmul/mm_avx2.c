@@ -30,3 +30,4 @@ void qtk__mm_gb_int_avx512(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
 }
 
 void qtk__mm_gb_lat_int_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws) { gb_lat_int(c, n0, n1, ws); }
+void qtk__mm_gb_lat_exact_avx2(const qtk__mm *c, size_t n0, size_t n1, float *ws) { gb_lat_exact(c, n0, n1, ws); }

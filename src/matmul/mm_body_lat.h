@@ -184,6 +184,73 @@ static void gb_lat_int(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
 #ifndef GB_LAT_INT
 #  define GB_LAT_INT gb_lat_int
 #endif
+
+/* The exact path at small M (nk, M <= QTK__MM_GB_MAX_M): a block's signed coordinates into 256
+ * bytes (the vectors above, signs applied), its sub-block scales d x sc x 2^-k as f32 (exact);
+ * then MV_L weights at a time: w = f32(q) x S, exactly qtk_dequantize's value, multiplied by
+ * the f32 activations into LAT_ACC accumulators per row of x (lane sums, then a fixed tree). */
+#define LAT_ACC 4
+
+MV_AI void lat_exact_rows_m(const qtk__gfmt f, const size_t M, const qtk__mm *c, size_t n0, size_t n1) {
+    const qtk__gb_fmt *F = c->w.gb;
+    const size_t bytes = F->bytes, nb = c->K / 256, K = c->K;
+    const float dmul = F->dmul;
+    const qtk__lattice_grids *T = qtk__lattice();
+    for (size_t n = n0; n < n1; n++) {
+        const uint8_t *row = c->w.vals + n * c->w.row_bytes;
+        mvf acc[QTK__MM_GB_MAX_M][LAT_ACC];
+        for (size_t mi = 0; mi < M; mi++)
+            for (unsigned a = 0; a < LAT_ACC; a++) acc[mi][a] = mvf_zero();
+        for (size_t b = 0; b < nb; b++) {
+            const uint8_t *blk = row + b * bytes;
+            for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
+            int8_t qb[256];
+            int16_t sc[17]; /* lat_vec writes two from sc + i x MV_B / 16: one past the end at 16 bytes */
+            MV_UNROLL
+            for (unsigned i = 0; i < LAT_NV; i++) {
+                mvi u, sg;
+                lat_vec(f, blk, T, i, &u, &sg, sc + i * (MV_B / 16));
+                mvi_storeu(qb + i * MV_B, mvi_sign8(u, sg));
+            }
+            const float d = lat_d(f, blk, dmul);
+            float S[16];
+            for (unsigned g = 0; g < 16; g++) S[g] = d * (float)sc[g]; /* exact */
+            const float *xb = c->x + b * 256;
+            MV_UNROLL
+            for (unsigned j = 0; j < 256 / MV_L; j++) {
+                const mvf w = mvf_mul(mvf_from_s8x(qb + j * MV_L), mvf_set1(S[j * MV_L / 16]));
+                for (size_t mi = 0; mi < M; mi++)
+                    acc[mi][j % LAT_ACC] = mvf_fma(w, mvf_loadu(xb + mi * K + j * MV_L), acc[mi][j % LAT_ACC]);
+            }
+        }
+        for (size_t mi = 0; mi < M; mi++) {
+            float s = mvf_hsum(mvf_add(mvf_add(acc[mi][0], acc[mi][1]), mvf_add(acc[mi][2], acc[mi][3])));
+            c->y[mi * c->N + n] = c->bias ? s + c->bias[n] : s;
+        }
+    }
+}
+
+static void gb_lat_exact(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
+    (void)ws;
+#define LAT_EX(F)                                                                                                      \
+    do {                                                                                                               \
+        if (c->M == 1) lat_exact_rows_m(F, 1, c, n0, n1);                                                              \
+        else lat_exact_rows_m(F, c->M, c, n0, n1);                                                                     \
+    } while (0)
+    switch (c->w.gb->f) {
+    case QTK__GF_IQ2_XXS: LAT_EX(QTK__GF_IQ2_XXS); break;
+    case QTK__GF_IQ2_XS: LAT_EX(QTK__GF_IQ2_XS); break;
+    case QTK__GF_IQ2_S: LAT_EX(QTK__GF_IQ2_S); break;
+    case QTK__GF_IQ3_XXS: LAT_EX(QTK__GF_IQ3_XXS); break;
+    case QTK__GF_IQ3_S: LAT_EX(QTK__GF_IQ3_S); break;
+    case QTK__GF_IQ1_S: LAT_EX(QTK__GF_IQ1_S); break;
+    default: LAT_EX(QTK__GF_IQ1_M); break;
+    }
+#undef LAT_EX
+}
+#ifndef GB_LAT_EXACT
+#  define GB_LAT_EXACT gb_lat_exact
+#endif
 #define GB_LAT_INSN "codebook rows in u64, pmaddubsw by |q| with the signs on x, pmaddwd by the sub-scales"
 
 #endif

@@ -13,6 +13,8 @@ const qtk__mm_isa MV_TABLE = {
 #ifdef GB_LAT_INSN
     .gb_lat_int_name = MV_NAME " integer: lattice blocks, " GB_LAT_INSN,
     .gb_lat_int = GB_LAT_INT,
+    .gb_lat_exact = GB_LAT_EXACT,
+    .gb_lat_exact_name = MV_NAME " exact: lattice blocks decoded to f32 per block, f32 FMA in 4 accumulators",
 #else
     .gb_lat_int_name = "scalar integer: lattice blocks unpacked, int32 sums per block, in order of k",
     .gb_lat_int = qtk__mm_gb_ref_range,

@@ -63,6 +63,10 @@ MV_AI float mvf_hsum(mvf v) {
     return _mm_cvtss_f32(s);
 }
 MV_AI mvf mvf_from_i(mvi v) { return _mm256_cvtepi32_ps(v); }
+/* the 8 int8 at p as f32 */
+MV_AI mvf mvf_from_s8x(const int8_t *p) {
+    return _mm256_cvtepi32_ps(_mm256_cvtepi8_epi32(_mm_loadl_epi64((const __m128i *)(const void *)p)));
+}
 MV_AI mvf mvf_perm(mvf v, mvi idx) { return _mm256_permutevar8x32_ps(v, idx); }
 MV_AI mvf mvf_bits(mvi v) { return _mm256_castsi256_ps(v); }
 MV_AI mvi mvi_bits(mvf v) { return _mm256_castps_si256(v); }

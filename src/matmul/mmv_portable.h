@@ -104,6 +104,12 @@ MV_AI float mvf_hsum(mvf v) {
     return t[0];
 }
 MV_AI mvf mvf_from_i(mvi v) { return __builtin_convertvector(v, mvf); }
+/* the MV_L int8 at p as f32 */
+MV_AI mvf mvf_from_s8x(const int8_t *p) {
+    mvf r = {0};
+    MV_LANES r[l_] = (float)p[l_];
+    return r;
+}
 /* lane l of the result is v[idx[l] & (MV_L - 1)] */
 MV_AI mvf mvf_perm(mvf v, mvi idx) {
     mvf r = {0};

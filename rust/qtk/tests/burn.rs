@@ -89,6 +89,14 @@ fn presets_and_fields_mirror_burn() {
     assert_eq!(gg.store, QuantStore::Ggml);
     assert_eq!(gg.super_block, Some(qtk::SuperBlock { size: 256, dtype: ScaleDtype::F16 }));
     assert_eq!(Scheme::parse(&gg.to_string()).unwrap(), gg);
+    // ggml's lattice types (docs/lattice.md): their own mode, the codebook's name as the table
+    let iq = Scheme::parse("iq2_xxs").unwrap();
+    assert_eq!(iq.mode, QuantMode::Lattice);
+    assert_eq!(iq.store, QuantStore::Ggml);
+    assert_eq!(iq.table.as_deref(), Some("iq2xxs"));
+    assert!(!iq.is_burn());
+    assert_eq!(Scheme::parse(&iq.to_string()).unwrap(), iq);
+    assert_eq!(iq.preset_name(), Some("iq2_xxs"));
 }
 
 #[test]
