@@ -445,9 +445,10 @@ static void g_str(gbuf *b, const char *s) {
 }
 
 /* A GGUF v3 file holding the first `rows` rows of every tensor of a real GGUF file, in its
- * ggml type and bytes (qtk's writer would write the types it decodes as F32), plus one
- * IQ2_XXS row (a lattice type qtk lists but cannot load) of made-up bytes. */
-static void gguf_rows(const char *in, const char *name, size_t rows, bool iq2) {
+ * ggml type and bytes (qtk's writer would write the types it decodes as F32), plus (lattice)
+ * `rows` rows of 256 of each lattice type (docs/lattice.md; qtk cannot make them) of made-up
+ * bytes whose d is 1 (IQ1_M: in its scale words' top nibbles). */
+static void gguf_rows(const char *in, const char *name, size_t rows, bool lattice) {
     qtk_ckpt *c = NULL;
     if (qtk_ckpt_open(in, NULL, &c)) die(in);
     size_t n_in = 0;
@@ -473,14 +474,29 @@ static void gguf_rows(const char *in, const char *name, size_t rows, bool iq2) {
         while (d.n % 32) d.p[d.n++] = 0;
         nt++;
     }
-    if (iq2) {
-        g_str(&inf, "t.iq2_xxs");
+    static const struct {
+        const char *name;
+        uint32_t id, bytes;
+    } lat[] = {{"t.iq2_xxs", 16, 66}, {"t.iq2_xs", 17, 74}, {"t.iq3_xxs", 18, 98}, {"t.iq1_s", 19, 50},
+               {"t.iq3_s", 21, 110},  {"t.iq2_s", 22, 82}, {"t.iq1_m", 29, 56}};
+    for (size_t j = 0; lattice && j < sizeof lat / sizeof lat[0]; j++) {
+        g_str(&inf, lat[j].name);
         g_u32(&inf, 2);
         g_u64(&inf, 256);
         g_u64(&inf, rows);
-        g_u32(&inf, 16);
+        g_u32(&inf, lat[j].id);
         g_u64(&inf, d.n);
-        for (size_t k = 0; k < 66 * rows; k++) d.p[d.n++] = (uint8_t)(k * 29 + 3);
+        for (size_t r = 0; r < rows; r++) {
+            uint8_t *b = d.p + d.n;
+            for (size_t k = 0; k < lat[j].bytes; k++) b[k] = (uint8_t)((k + r) * 29 + 3 + j);
+            if (lat[j].id == 29) {
+                for (size_t k = 49; k < 56; k += 2) b[k] &= 0x0f;
+                b[53] |= 0xc0, b[55] |= 0x30; /* d = 0x3c00 */
+            } else {
+                b[0] = 0x00, b[1] = 0x3c;
+            }
+            d.n += lat[j].bytes;
+        }
         while (d.n % 32) d.p[d.n++] = 0;
         nt++;
     }
