@@ -103,7 +103,7 @@ static void grids_structure(void) {
     size_t bad = 0;
     for (unsigned i = 0; i < 2048; i++)
         for (unsigned j = 0; j < 8; j++)
-            bad += G->iq1q[0][i][j] != 8 * G->iq1s[i][j] + 1 || G->iq1q[1][i][j] != 8 * G->iq1s[i][j] - 1;
+            bad += G->iq1q[i][j] != 8 * G->iq1s[i][j] + 1;
     for (unsigned i = 0; i < 256; i++)
         for (unsigned j = 0; j < 8; j++) bad += (uint8_t)(G->smask[i] >> (8 * j)) != ((i >> j) & 1u ? 0xffu : 0u);
     for (unsigned i = 0; i < 128; i++) bad += (G->ksigns[i] & 127u) != i || __builtin_popcount(G->ksigns[i]) % 2 != 0;

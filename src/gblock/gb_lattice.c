@@ -33,10 +33,7 @@ static void build(void) {
     expand(qtk__grid_iq3xxs, 256, 4, 8, l3xxs, &grids.iq3xxs[0][0]);
     expand(qtk__grid_iq3s, 512, 4, 8, l3s, &grids.iq3s[0][0]);
     for (unsigned i = 0; i < 2048; i++)
-        for (unsigned j = 0; j < 8; j++) {
-            grids.iq1q[0][i][j] = (int8_t)(8 * grids.iq1s[i][j] + 1);
-            grids.iq1q[1][i][j] = (int8_t)(8 * grids.iq1s[i][j] - 1);
-        }
+        for (unsigned j = 0; j < 8; j++) grids.iq1q[i][j] = (int8_t)(8 * grids.iq1s[i][j] + 1);
     for (unsigned i = 0; i < 128; i++) grids.ksigns[i] = (uint8_t)signs8(i);
     for (unsigned i = 0; i < 256; i++) {
         uint64_t m = 0;

@@ -88,10 +88,10 @@ QTK_INTERNAL extern const uint16_t qtk__grid_iq2xxs[256], qtk__grid_iq2xs[512], 
 typedef struct qtk__lattice_grids {
     int8_t iq2xxs[256][8], iq2xs[512][8], iq2s[1024][8], iq1s[2048][8];
     int8_t iq3xxs[256][4], iq3s[512][4];
-    /* for the kernels: IQ1's 8 (level + delta) with delta +1/8 ([0]) and -1/8 ([1]); the 8
+    /* for the kernels: IQ1's 8 (level + 1/8) (8 (level - 1/8) is 2 less); the 8
      * signs of 7 stored bits (ggml's ksigns_iq2xs); byte j of smask[s] is 0xff when bit j of s
      * is set, else 0 */
-    int8_t iq1q[2][2048][8];
+    int8_t iq1q[2048][8];
     uint8_t ksigns[128];
     uint64_t smask[256];
     /* the same as bytes of -1 (set) and +1 (clear): of 8 bits, and of 7 stored bits */

@@ -5,7 +5,7 @@
  *
  * A block's coordinates are made 8 at a time as u64 from the codebook: the grid point's levels
  * (unsigned) and a mask of -1 / +1 bytes for their signs (IQ1: from a table of the signed
- * 8 x (level +- 1/8), whose magnitudes are taken), set into vectors; the sub-scales (2s + 1)
+ * 8 x (level + 1/8), less 2 where delta is -1/8, whose magnitudes are taken), set into vectors; the sub-scales (2s + 1)
  * become int16 vectors, one per 16 elements. With q the coordinates and x the activations, one
  * vector gives madd16(maddubs(|q|, sign(x, q)), sc): pairs of q x, |q x| <= 62 x 127, exact in
  * int16, times the sub-scale into int32. A block's vectors are made once and serve every row of x of
@@ -70,20 +70,22 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids
         }
         case QTK__GF_IQ1_S: {
             const unsigned h = qtk__ld16(b + 34 + 2 * k);
-            memcpy(&g[t], T->iq1q[h >> 15][b[2 + 4 * k + l] | ((h >> (3 * l)) & 7u) << 8], 8);
+            memcpy(&g[t], T->iq1q[b[2 + 4 * k + l] | ((h >> (3 * l)) & 7u) << 8], 8);
+            m[t] = h >> 15 ? 0x0202020202020202ull : 0; /* delta -1/8: 8 g - 1 = (8 g + 1) - 2 */
             sc2[0] = sc2[1] = (int16_t)(2 * ((h >> 12) & 7u) + 1);
             break;
         }
         default: { /* IQ1_M */
             const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2)), hh = b[32 + 2 * k + l / 2] >> (4 * (l % 2));
-            memcpy(&g[t], T->iq1q[(hh >> 3) & 1u][b[4 * k + l] | (hh & 7u) << 8], 8);
+            memcpy(&g[t], T->iq1q[b[4 * k + l] | (hh & 7u) << 8], 8);
+            m[t] = hh & 8u ? 0x0202020202020202ull : 0;
             sc2[0] = (int16_t)(2 * (s & 7u) + 1), sc2[1] = (int16_t)(2 * ((s >> 3) & 7u) + 1);
             break;
         }
         }
     }
     if (f == QTK__GF_IQ1_S || f == QTK__GF_IQ1_M) { /* signed coordinates: their signs and magnitudes */
-        *sg = mvi_from_u64(g);
+        *sg = mvi_sub8(mvi_from_u64(g), mvi_from_u64(m)); /* one 16 KiB table: L1 holds it beside the stream */
         *u = mvi_abs8(*sg);
     } else {
         *u = mvi_from_u64(g);
