@@ -327,6 +327,12 @@ static void scheme_extension(void) {
           strstr(o, "super     one f16 per 256 elements") && strstr(o, "9216 bytes = 4.5000 bits"));
     CHECK(o && !strstr(o, "symmetric") && !strstr(o, "u32 along"));
     free(o);
+    CHECK(run("scheme iq1_m --shape 4x512", err, sizeof err) == 0); /* docs/lattice.md */
+    o = read_text("stdout.txt");
+    CHECK(o && strstr(o, "(preset iq1_m)") && strstr(o, "lattice: each code selects a point of codebook 'iq1m'") &&
+          strstr(o, "ggml's iq1_m blocks of 256") && strstr(o, "448 bytes = 1.7500 bits"));
+    CHECK(o && !strstr(o, "symmetric"));
+    free(o);
     CHECK(run("scheme 'u4,block=128:f16,zero=u8' --shape 64x256", err, sizeof err) == 0);
     o = read_text("stdout.txt");
     CHECK(o && strstr(o, "value = (field - zero point) x scale, one u8 zero point") &&

@@ -23,9 +23,11 @@ static const char usage[] =
     "          | min=DTYPE           x = s q - m (ggml's K-quants)\n"
     "          | zero=DTYPE          x = s (q - z), DTYPE may also be u8 (GPTQ, AWQ)\n"
     "          | super=256:f16 ... store=ggml   ggml's block structs, only as the presets\n"
+    "          | lattice=NAME        a vector codebook (docs/lattice.md): the presets iq2_xxs ...\n"
     "  DTYPE  := f32 f16 bf16 ue8m0 ue4m3\n"
     "  PRESET := nvfp4 mxfp4 mxfp8 nf4, and ggml's types q8_0 q4_0 iq4_nl (qtk layouts)\n"
     "            q4_1 q5_0 q5_1 q2_k q3_k q4_k q5_k q6_k (store=ggml: ggml's bytes)\n"
+    "            iq2_xxs iq2_xs iq2_s iq3_xxs iq3_s iq1_s iq1_m (store=ggml, lattice codebooks)\n"
     "Block dims align with the tensor's trailing dims (block=32 on [64,128] is 1x32);\n"
     "block=*:f32 is one scale per row; no level at all means one f32 scale for the tensor.\n";
 
@@ -89,6 +91,10 @@ int cmd_scheme(int argc, char **argv) {
                                           "value = (field - zero point) x scale"};
         printf("mode      affine: %s, one %s %s per scale group\n", how[s.offset], qtk_dtype_name(s.offset_dtype),
                s.offset == QTK_OFFSET_ADD ? "offset" : s.offset == QTK_OFFSET_MIN ? "min" : "zero point");
+    } else if (s.mode == QTK_MODE_LATTICE) {
+        printf("mode      lattice: each code selects a point of codebook '%s' (4 or 8 integer coordinates with\n"
+               "          their signs); value = coordinate x (d x the sub-scale's multiplier) (docs/lattice.md)\n",
+               s.table);
     } else {
         printf("mode      symmetric: value = field x scale\n");
     }
