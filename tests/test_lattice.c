@@ -27,10 +27,7 @@ static const qtk__gb_fmt *fmt_of(size_t i) {
 }
 
 static uint64_t rng = 0x243f6a8885a308d3ull;
-static uint64_t next(void) {
-    rng ^= rng << 13, rng ^= rng >> 7, rng ^= rng << 17;
-    return rng;
-}
+static uint64_t next(void) { return trand_u64(&rng); }
 
 /* a random block whose d is finite (every other bit pattern is a block) */
 static void random_block(const qtk__gb_fmt *F, uint8_t *b) {
