@@ -241,3 +241,11 @@ size_t check_error_bound(const qtk_ckpt_tensor *t, const uint8_t *bytes, const f
     qtk_tensor_free(q);
     return bad;
 }
+
+const char *tmp_path_kept(const char *name) {
+    static char ring[4][1024];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(ring[k], sizeof ring[k], "%s", tmp_path(name));
+    return ring[k];
+}

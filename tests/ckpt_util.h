@@ -18,6 +18,7 @@ char *bytes_hex(const uint8_t *b, size_t n); /* malloc'ed lower-case hex */
 const char *tmp_dir_make(void);
 void tmp_dir_remove(void);
 const char *tmp_path(const char *name); /* valid for the next three calls */
+const char *tmp_path_kept(const char *name); /* the same from a ring of four: valid for three more */
 /* Runs `BIN ARGS` (ARGS formatted) in the temporary directory; its stdout and stderr land in
  * out and err (NUL-terminated, truncated to fit; either may be NULL) and stay in stdout.txt
  * and stderr.txt there. Returns the exit status, -1 if killed. */

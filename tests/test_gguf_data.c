@@ -16,15 +16,6 @@
 
 static char types_path[1024], rank3_path[1024];
 
-/* paths in the temporary directory, in a ring of buffers (tmp_path has one) */
-static const char *tp(const char *name) {
-    static char ring[4][1024];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(ring[k], sizeof ring[k], "%s", tmp_path(name));
-    return ring[k];
-}
-
 static qtk_status convert(const char *in, const char *out, const char *spec, const char *dtype) {
     qtk_convert_options o = {.scheme = spec, .force = 1};
     if (dtype && qtk_dtype_parse(dtype, &o.dtype)) return QTK_E_ARG;
@@ -289,26 +280,26 @@ static void round_trips(void) {
     for (int k = 0; k < 2; k++) {
         gbytes a, b;
         grab(srcs[k], &a);
-        CHECK_OK(convert(srcs[k], tp("via.bpk"), NULL, NULL));
-        CHECK_OK(convert(tp("via.bpk"), tp("back1.gguf"), NULL, NULL));
-        grab(tp("back1.gguf"), &b);
+        CHECK_OK(convert(srcs[k], tmp_path_kept("via.bpk"), NULL, NULL));
+        CHECK_OK(convert(tmp_path_kept("via.bpk"), tmp_path_kept("back1.gguf"), NULL, NULL));
+        grab(tmp_path_kept("back1.gguf"), &b);
         same_ggml(&a, &b, "gguf -> bpk -> gguf");
         gfree(&b);
-        CHECK_OK(convert(srcs[k], tp("via.safetensors"), NULL, NULL));
-        CHECK_OK(convert(tp("via.safetensors"), tp("back2.gguf"), NULL, NULL));
-        grab(tp("back2.gguf"), &b);
+        CHECK_OK(convert(srcs[k], tmp_path_kept("via.safetensors"), NULL, NULL));
+        CHECK_OK(convert(tmp_path_kept("via.safetensors"), tmp_path_kept("back2.gguf"), NULL, NULL));
+        grab(tmp_path_kept("back2.gguf"), &b);
         same_ggml(&a, &b, "gguf -> safetensors -> gguf");
         gfree(&b);
-        CHECK_OK(convert(srcs[k], tp("back3.gguf"), NULL, NULL));
-        grab(tp("back3.gguf"), &b);
+        CHECK_OK(convert(srcs[k], tmp_path_kept("back3.gguf"), NULL, NULL));
+        grab(tmp_path_kept("back3.gguf"), &b);
         same_ggml(&a, &b, "gguf -> gguf");
         gfree(&b);
         gfree(&a);
     }
     /* a GGUF qtk wrote, converted again, is the same file */
-    CHECK_OK(convert(tp("back3.gguf"), tp("again.gguf"), NULL, NULL));
+    CHECK_OK(convert(tmp_path_kept("back3.gguf"), tmp_path_kept("again.gguf"), NULL, NULL));
     size_t na, nb;
-    uint8_t *x = slurp(tp("back3.gguf"), &na), *y = slurp(tp("again.gguf"), &nb);
+    uint8_t *x = slurp(tmp_path_kept("back3.gguf"), &na), *y = slurp(tmp_path_kept("again.gguf"), &nb);
     CHECK(x && y && na == nb && memcmp(x, y, na) == 0);
     free(x);
     free(y);
@@ -316,11 +307,11 @@ static void round_trips(void) {
 
 /* The KVs survive .bpk and .safetensors with their types. */
 static void kv_round_trip(void) {
-    CHECK_OK(convert(types_path, tp("kv.bpk"), NULL, NULL));
-    CHECK_OK(convert(tp("kv.bpk"), tp("kv.gguf"), NULL, NULL));
+    CHECK_OK(convert(types_path, tmp_path_kept("kv.bpk"), NULL, NULL));
+    CHECK_OK(convert(tmp_path_kept("kv.bpk"), tmp_path_kept("kv.gguf"), NULL, NULL));
     qtk_ckpt *a = NULL, *b = NULL;
     CHECK_OK(qtk_ckpt_open(types_path, NULL, &a));
-    CHECK_OK(qtk_ckpt_open(tp("kv.gguf"), NULL, &b));
+    CHECK_OK(qtk_ckpt_open(tmp_path_kept("kv.gguf"), NULL, &b));
     if (a && b) {
         const qtk__desc *da = qtk__ckpt_desc(a), *db = qtk__ckpt_desc(b);
         for (size_t i = 0; i < da->n_meta; i++) {
@@ -336,9 +327,9 @@ static void kv_round_trip(void) {
 
 /* --scheme none --dtype: every tensor dequantized, decoded ones included. */
 static void dequantize_all(void) {
-    CHECK_OK(convert(types_path, tp("f16.gguf"), "none", "f16"));
+    CHECK_OK(convert(types_path, tmp_path_kept("f16.gguf"), "none", "f16"));
     qtk_ckpt *c = NULL;
-    CHECK_OK(qtk_ckpt_open(tp("f16.gguf"), NULL, &c));
+    CHECK_OK(qtk_ckpt_open(tmp_path_kept("f16.gguf"), NULL, &c));
     if (!c) return;
     const qtk__desc *d = qtk__ckpt_desc(c);
     size_t f16 = 0;

@@ -261,14 +261,6 @@ static void hand_blocks(void) {
 
 static char data_dir[1024];
 
-static const char *tp(const char *name) {
-    static char ring[4][1024];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(ring[k], sizeof ring[k], "%s", tmp_path(name));
-    return ring[k];
-}
-
 /* the file ggml wrote: values bit for bit at every level and thread count, bytes back */
 static void ggml_file(void) {
     char path[1100];
@@ -317,7 +309,7 @@ static void ggml_file(void) {
     uint8_t *orig = slurp(path, &n0);
     static const char *const via[] = {"l.bpk", "l.safetensors", "l.gguf"};
     for (size_t k = 0; k < 3; k++) {
-        const char *a = tp(via[k]), *b = tp("back.gguf");
+        const char *a = tmp_path_kept(via[k]), *b = tmp_path_kept("back.gguf");
         qtk_convert_options o = {.force = 1};
         CHECK_OK(qtk_ckpt_convert(path, a, &o, NULL));
         CHECK_OK(qtk_ckpt_convert(a, b, &o, NULL));
@@ -327,7 +319,7 @@ static void ggml_file(void) {
     }
     /* requantized to another scheme, with an SQNR that says the values were read */
     qtk_convert_options o = {.force = 1, .scheme = "q8_0"};
-    CHECK_OK(qtk_ckpt_convert(path, tp("q8.gguf"), &o, NULL));
+    CHECK_OK(qtk_ckpt_convert(path, tmp_path_kept("q8.gguf"), &o, NULL));
     free(orig);
 }
 

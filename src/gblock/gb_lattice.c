@@ -100,13 +100,6 @@ static void iq1_put(const int8_t *g, bool neg, int8_t *q) {
     for (unsigned j = 0; j < 8; j++) q[j] = (int8_t)(8 * g[j] + (neg ? -1 : 1));
 }
 
-uint16_t qtk__gb_lattice_d(const qtk__gb_fmt *F, const uint8_t *b) {
-    if (F->f != QTK__GF_IQ1_M) return qtk__ld16(b);
-    const uint8_t *S = b + 48;
-    return (uint16_t)((qtk__ld16(S) >> 12) | ((qtk__ld16(S + 2) >> 8) & 0x00f0u) | ((qtk__ld16(S + 4) >> 4) & 0x0f00u) |
-                      (qtk__ld16(S + 6) & 0xf000u));
-}
-
 /* ---- unpack ---- */
 
 void qtk__gb_lattice_unpack(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpacked *u) {
@@ -114,7 +107,7 @@ void qtk__gb_lattice_unpack(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpa
     memset(u->sc, 0, sizeof u->sc);
     memset(u->mn, 0, sizeof u->mn);
     u->m = 0;
-    u->d = qtk__gb_lattice_d(F, b);
+    u->d = qtk__gb_lattice_d(F->f, b);
     int8_t *q = u->q;
     switch (F->f) {
     case QTK__GF_IQ2_XXS:

@@ -24,7 +24,7 @@ static bool f16_finite(uint16_t h) { return (h & 0x7c00u) != 0x7c00u; }
 
 bool qtk__gb_block_ok(const qtk__gb_fmt *F, const uint8_t *blk, const char **what) {
     size_t d_at = F->f == QTK__GF_Q2_K ? 80 : F->f == QTK__GF_Q3_K ? 108 : F->f == QTK__GF_Q6_K ? 208 : 0;
-    if (!f16_finite(F->lattice ? qtk__gb_lattice_d(F, blk) : qtk__ld16(blk + d_at))) {
+    if (!f16_finite(F->lattice ? qtk__gb_lattice_d(F->f, blk) : qtk__ld16(blk + d_at))) {
         *what = "d";
         return false;
     }

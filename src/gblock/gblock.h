@@ -102,8 +102,11 @@ QTK_INTERNAL const qtk__lattice_grids *qtk__lattice(void);
 QTK_INTERNAL void qtk__gb_lattice_unpack(const qtk__gb_fmt *F, const uint8_t *blk, qtk__gb_unpacked *u);
 /* The inverse of unpack for every block unpack gives (false: q or sc not on the codebook). */
 QTK_INTERNAL bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8_t *blk);
-/* The block's f16 d (IQ1_M: gathered from its scales' top nibbles). */
-QTK_INTERNAL uint16_t qtk__gb_lattice_d(const qtk__gb_fmt *F, const uint8_t *blk);
+/* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles); the kernels read it too. */
+static inline uint16_t qtk__gb_lattice_d(qtk__gfmt f, const uint8_t *b) {
+    if (f != QTK__GF_IQ1_M) return qtk__ld16(b);
+    return (uint16_t)((b[49] >> 4) | (b[51] & 0xf0u) | (b[53] >> 4) << 8 | (b[55] & 0xf0u) << 8);
+}
 
 /* The stored offset of group g as the scheme states it (docs/affine.md: offset= m, min=
  * dmin x mn), for qtk_tensor_offsets; 0 for symmetric formats. */

@@ -97,12 +97,7 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids
 }
 
 /* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles) times dmul, exact. */
-MV_AI float lat_d(const qtk__gfmt f, const uint8_t *b, float dmul) {
-    uint16_t h = qtk__ld16(b);
-    if (f == QTK__GF_IQ1_M)
-        h = (uint16_t)((b[49] >> 4) | (b[51] & 0xf0u) | (b[53] >> 4) << 8 | (b[55] & 0xf0u) << 8);
-    return mv_f16(h) * dmul;
-}
+MV_AI float lat_d(const qtk__gfmt f, const uint8_t *b, float dmul) { return mv_f16(qtk__gb_lattice_d(f, b)) * dmul; }
 
 MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
     const qtk__gb_fmt *F = c->w.gb;
