@@ -346,6 +346,13 @@ static const char *const qtk_more[] = {
     "q2f,block=32:f16",
     "q2s,block=32:f16",
 };
+/* docs/lattice.md: the lattice types, with an importance matrix (ggml requires one for three) */
+static const pair lattice_pairs[] = {
+    {"iq2_xxs", GGML_TYPE_IQ2_XXS, 0.0}, {"iq2_xs", GGML_TYPE_IQ2_XS, 0.0}, {"iq2_s", GGML_TYPE_IQ2_S, 0.0},
+    {"iq3_xxs", GGML_TYPE_IQ3_XXS, 0.0}, {"iq3_s", GGML_TYPE_IQ3_S, 0.0},  {"iq1_s", GGML_TYPE_IQ1_S, 0.0},
+    {"iq1_m", GGML_TYPE_IQ1_M, 0.0},
+};
+
 static const enum ggml_type ggml_more[] = {GGML_TYPE_Q4_K, GGML_TYPE_Q4_1, GGML_TYPE_IQ4_XS, GGML_TYPE_Q5_0,
                                            GGML_TYPE_Q3_K, GGML_TYPE_Q2_K};
 
@@ -353,10 +360,11 @@ static const qtk_calibration CAL_MSE = (qtk_calibration)2; /* QTK_CALIB_MSE */
 
 int main(int argc, char **argv) {
     const char *mnist = argc > 1 ? argv[1] : "../shared/data/burn/mnist.safetensors";
-    bool markdown = false, only_affine = false;
+    bool markdown = false, only_affine = false, only_lattice = false;
     for (int i = 2; i < argc; i++) {
         if (strcmp(argv[i], "--markdown") == 0) markdown = true;
-        else if (strcmp(argv[i], "--affine") == 0) only_affine = true; /* the affine pairs only */
+        else if (strcmp(argv[i], "--affine") == 0) only_affine = true;   /* the affine pairs only */
+        else if (strcmp(argv[i], "--lattice") == 0) only_lattice = true; /* the lattice pairs only */
     }
     qtk_set_threads(1);
     dataset sets[3];
@@ -379,6 +387,29 @@ int main(int argc, char **argv) {
     for (int di = 0; di < ns; di++) {
         const dataset *d = &sets[di];
         printf("\n## %s: [%zu, %zu]\n\n", d->name, d->rows, d->cols);
+        if (only_lattice) {
+            /* weighted SQNR with the importance matrix, and quantizing speed (one thread) */
+            float *imat = make_imatrix(d->cols);
+            if (markdown) printf("| type | ggml dB | qtk dB | qtk - ggml | ggml MB/s | qtk MB/s |\n|---|---|---|---|---|---|\n");
+            for (size_t k = 0; k < sizeof lattice_pairs / sizeof lattice_pairs[0]; k++) {
+                result g, m;
+                if (run_ggml_w(d, lattice_pairs[k].ggml, imat, &g) || run_qtk_w(d, lattice_pairs[k].qtk, CAL_MSE, "mse", imat, &m)) {
+                    failures++;
+                    continue;
+                }
+                bool ok = m.db >= g.db;
+                failures += !ok;
+                if (markdown)
+                    printf("| %s | %.3f | %.3f | %+.3f %s | %.1f | %.1f |\n", lattice_pairs[k].qtk, g.db, m.db, m.db - g.db,
+                           ok ? "met" : "NOT met", g.gbps * 1e3, m.gbps * 1e3);
+                else
+                    printf("%-8s ggml %7.3f dB | qtk %7.3f dB | %+6.3f (%s)  [f32 in: ggml %.1f MB/s, qtk %.1f MB/s]\n",
+                           lattice_pairs[k].qtk, g.db, m.db, m.db - g.db, ok ? "met" : "NOT MET", g.gbps * 1e3, m.gbps * 1e3);
+                fflush(stdout);
+            }
+            free(imat);
+            continue;
+        }
         if (markdown) printf("| layout | ggml | dB | qtk minmax dB | qtk mse dB | mse - ggml | target |\n|---|---|---|---|---|---|---|\n");
         for (size_t k = only_affine ? FIRST_AFFINE : 0; k < sizeof pairs / sizeof pairs[0]; k++) {
             result g, a, m;

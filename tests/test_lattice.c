@@ -399,6 +399,134 @@ static void matmul(void) {
     free(x), free(w), free(y), free(y0), free(ref), free(mag);
 }
 
+/* ---- quantizing (gb_lattice_quant.c) ---- */
+
+static float *values(size_t n, uint64_t seed, int style) {
+    float *x = malloc(n * sizeof *x);
+    for (size_t i = 0; i < n; i++) {
+        float v = trand_normal(&seed);
+        switch (style) {
+        case 0: break;                                            /* Gaussian */
+        case 1: v = v * v * v; break;                             /* heavy tails */
+        case 2: v = i % 37 == 0 ? 20.0f * v : v; break;           /* outlier columns */
+        case 3: v = (i / 256) % 3 == 0 ? 0.0f : v * 1e-6f; break; /* zero and tiny blocks */
+        case 4: v *= 1e7f; break;                                 /* beyond f16's d */
+        default: v = -fabsf(v) - 2.0f; break;                     /* all negative */
+        }
+        x[i] = v;
+    }
+    return x;
+}
+
+static double wsqnr(const float *x, const float *y, const float *w, size_t n, size_t cols) {
+    double sx = 0, se = 0;
+    for (size_t i = 0; i < n; i++) {
+        double wi = w ? w[i % cols] : 1.0, e = (double)x[i] - y[i];
+        sx += wi * x[i] * x[i], se += wi * e * e;
+    }
+    return 10.0 * log10(sx / se);
+}
+
+/* bytes of x quantized to TYPES[i] (threads th; NULL on failure) */
+static uint8_t *make(size_t i, const float *x, size_t R, size_t C, const float *w, qtk_calibration cal, int th,
+                     float *y) {
+    qtk_scheme s;
+    CHECK_OK(qtk_scheme_parse(TYPES[i], &s));
+    size_t sh[2] = {R, C};
+    qtk_quantize_options o = {.calibration = cal, .weights = w, .n_weights = w ? C : 0, .threads = th};
+    qtk_tensor *t = NULL;
+    if (qtk_quantize(x, sh, 2, &s, &o, &t) != QTK_OK) {
+        CHECK_MSG(0, "%s: %s", TYPES[i], qtk_last_error());
+        return NULL;
+    }
+    size_t nb = 0;
+    const uint8_t *tb = qtk_tensor_bytes(t, &nb);
+    uint8_t *b = malloc(nb);
+    memcpy(b, tb, nb);
+    if (y) CHECK_OK(qtk_dequantize(t, QTK_DTYPE_F32, y, R * C));
+    qtk_tensor_free(t);
+    return b;
+}
+
+static void quantizing(void) {
+    enum { R = 4, C = 512 };
+    /* weighted SQNR floors on Gaussian values with lognormal column weights (measured, less
+     * 0.3 dB; bench/ggml_compare.sh --lattice compares with ggml on larger data) */
+    static const double FLOOR[N_TYPES] = {11.6, 12.8, 13.9, 17.2, 19.6, 8.3, 9.3};
+    uint64_t ws = 77;
+    float w[C], *y = malloc(R * C * sizeof *y);
+    for (size_t j = 0; j < C; j++) w[j] = expf(1.2f * trand_normal(&ws));
+    uint64_t digest = 0xcbf29ce484222325ull;
+    for (size_t i = 0; i < N_TYPES; i++) {
+        const qtk__gb_fmt *F = fmt_of(i);
+        for (int style = 0; style < 6; style++) {
+            float *x = values(R * C, 300 + (uint64_t)style, style);
+            uint8_t *b = make(i, x, R, C, w, QTK_CALIB_MSE, 1, y);
+            if (!b) {
+                free(x);
+                continue;
+            }
+            /* every block is a block pack makes again from its unpacking (the codes are on the codebook) */
+            for (size_t k = 0; k < R * C / 256; k++) {
+                qtk__gb_unpacked u;
+                uint8_t again[110];
+                qtk__gb_lattice_unpack(F, b + k * F->bytes, &u);
+                CHECK_MSG(qtk__gb_lattice_pack(F, &u, again) && memcmp(again, b + k * F->bytes, F->bytes) == 0,
+                          "%s style %d block %zu: not a codebook block", TYPES[i], style, k);
+            }
+            bool finite = true;
+            for (size_t k = 0; k < R * C; k++) finite &= isfinite(y[k]) != 0;
+            CHECK_MSG(finite, "%s style %d: non-finite values", TYPES[i], style);
+            if (style == 0) {
+                double db = wsqnr(x, y, w, R * C, C);
+                CHECK_MSG(db >= FLOOR[i], "%s: weighted SQNR %.3f dB < %.1f", TYPES[i], db, FLOOR[i]);
+                for (size_t k = 0; k < R * C / 256 * F->bytes; k++) digest = (digest ^ b[k]) * 0x100000001b3ull;
+                /* the same bytes on 2 and 3 threads */
+                for (int th = 2; th <= 3; th++) {
+                    uint8_t *b2 = make(i, x, R, C, w, QTK_CALIB_MSE, th, NULL);
+                    CHECK_MSG(b2 && memcmp(b, b2, R * C / 256 * F->bytes) == 0, "%s: bytes differ on %d threads", TYPES[i], th);
+                    free(b2);
+                }
+            }
+            if (style == 1 || style == 2) CHECK_MSG(wsqnr(x, y, w, R * C, C) > 3.0, "%s style %d", TYPES[i], style);
+            if (style == 3) /* zero blocks decode to 0 exactly */
+                for (size_t r = 0; r < R * C; r += 3 * 256) {
+                    bool zero = true;
+                    for (size_t k = 0; k < 256; k++) zero &= y[r + k] == 0.0f;
+                    CHECK_MSG(zero, "%s: a zero block at %zu is not zero", TYPES[i], r);
+                }
+            free(b);
+            free(x);
+        }
+        /* without weights: refused where ggml refuses, else the plain squared error; minmax too */
+        float *x = values(R * C, 300, 0);
+        qtk_scheme s;
+        CHECK_OK(qtk_scheme_parse(TYPES[i], &s));
+        size_t sh[2] = {R, C};
+        qtk_quantize_options o = {.calibration = QTK_CALIB_MSE};
+        qtk_tensor *t = NULL;
+        bool needs = F->f == QTK__GF_IQ2_XXS || F->f == QTK__GF_IQ2_XS || F->f == QTK__GF_IQ1_S;
+        if (needs) {
+            char want[128];
+            snprintf(want, sizeof want, "quantizing to %s (ggml %s) needs an importance matrix", TYPES[i], GGML[i]);
+            CHECK_ERR(qtk_quantize(x, sh, 2, &s, &o, &t), QTK_E_ARG, want);
+            o.calibration = QTK_CALIB_MINMAX;
+            CHECK_ERR(qtk_quantize(x, sh, 2, &s, &o, &t), QTK_E_ARG, want);
+        } else {
+            uint8_t *bm = make(i, x, R, C, NULL, QTK_CALIB_MSE, 1, y);
+            double mse = wsqnr(x, y, NULL, R * C, C);
+            uint8_t *bx = make(i, x, R, C, NULL, QTK_CALIB_MINMAX, 1, y);
+            double mm = wsqnr(x, y, NULL, R * C, C);
+            CHECK_MSG(mse > mm && mm > 0.0, "%s: mse %.3f dB, minmax %.3f dB", TYPES[i], mse, mm);
+            free(bm), free(bx);
+        }
+        free(x);
+    }
+    /* pinned: the bytes are the same on every platform (scalar C, no libm in the search) */
+    CHECK_MSG(digest == 0xa913ed48157363eaull, "quantized bytes digest %016llx", (unsigned long long)digest);
+    free(y);
+}
+
 static void errors(void) {
     qtk_scheme s;
     CHECK_OK(qtk_scheme_parse("iq2_xs", &s));
@@ -406,7 +534,7 @@ static void errors(void) {
     size_t sh[2] = {2, 256}, bad[2] = {2, 200}, row[1] = {512};
     qtk_tensor *t = NULL;
     CHECK_ERR(qtk_quantize(x, bad, 2, &s, NULL, &t), QTK_E_SHAPE, "not a multiple of 256");
-    CHECK_ERR(qtk_quantize(x, sh, 2, &s, NULL, &t), QTK_E_UNSUPPORTED, "quantizing to iq2_xs (ggml IQ2_XS) is not implemented");
+    CHECK_ERR(qtk_quantize(x, sh, 2, &s, NULL, &t), QTK_E_ARG, "quantizing to iq2_xs (ggml IQ2_XS) needs an importance matrix");
     for (size_t i = 0; i < N_TYPES; i++) {
         const qtk__gb_fmt *F = fmt_of(i);
         if (!F) continue;
@@ -428,4 +556,4 @@ static void start(void) {
 static void finish(void) { tmp_dir_remove(); }
 
 TEST_MAIN("lattice", T(start), T(schemes), T(grids_structure), T(grids_vs_ggml), T(pack_inverts_unpack), T(hand_blocks),
-          T(ggml_file), T(matmul), T(errors), T(finish))
+          T(ggml_file), T(matmul), T(quantizing), T(errors), T(finish))

@@ -23,9 +23,16 @@ static void expand(const uint16_t *codes, size_t n, unsigned width, unsigned bas
 
 static unsigned signs8(unsigned bits);
 
+static const int8_t l2[3] = {8, 25, 43}, l1[3] = {-1, 0, 1};
+static const int8_t l3xxs[8] = {4, 12, 20, 28, 36, 44, 52, 62}, l3s[8] = {1, 3, 5, 7, 9, 11, 13, 15};
+
+/* cell (a point's code) -> its index in the grid, or -1 */
+static void invert(const uint16_t *codes, size_t n, size_t cells, int16_t *inv) {
+    for (size_t c = 0; c < cells; c++) inv[c] = -1;
+    for (size_t i = 0; i < n; i++) inv[codes[i]] = (int16_t)i;
+}
+
 static void build(void) {
-    static const int8_t l2[3] = {8, 25, 43}, l1[3] = {-1, 0, 1};
-    static const int8_t l3xxs[8] = {4, 12, 20, 28, 36, 44, 52, 62}, l3s[8] = {1, 3, 5, 7, 9, 11, 13, 15};
     expand(qtk__grid_iq2xxs, 256, 8, 3, l2, &grids.iq2xxs[0][0]);
     expand(qtk__grid_iq2xs, 512, 8, 3, l2, &grids.iq2xs[0][0]);
     expand(qtk__grid_iq2s, 1024, 8, 3, l2, &grids.iq2s[0][0]);
@@ -42,6 +49,12 @@ static void build(void) {
         grids.spm8[i] = m | 0x0101010101010101ull;
     }
     for (unsigned i = 0; i < 128; i++) grids.spm7[i] = grids.spm8[grids.ksigns[i]];
+    invert(qtk__grid_iq2xxs, 256, 6561, grids.inv2xxs);
+    invert(qtk__grid_iq2xs, 512, 6561, grids.inv2xs);
+    invert(qtk__grid_iq2s, 1024, 6561, grids.inv2s);
+    invert(qtk__grid_iq1s, 2048, 6561, grids.inv1s);
+    invert(qtk__grid_iq3xxs, 256, 4096, grids.inv3xxs);
+    invert(qtk__grid_iq3s, 512, 4096, grids.inv3s);
 }
 
 const qtk__lattice_grids *qtk__lattice(void) {
@@ -64,18 +77,21 @@ static void put_signed(const int8_t *g, unsigned n, unsigned signs, int8_t *q) {
     for (unsigned j = 0; j < n; j++) q[j] = (int8_t)((signs >> j) & 1u ? -g[j] : g[j]);
 }
 
-/* The index of the grid point whose coordinates are |q[0..width)| (or -1), and their signs. */
-static int find(const int8_t *grid, size_t n, unsigned width, const int8_t *q, unsigned *signs) {
-    int8_t a[8];
-    unsigned s = 0;
-    for (unsigned j = 0; j < width; j++) {
-        a[j] = (int8_t)(q[j] < 0 ? -q[j] : q[j]);
+/* The index of the grid point whose coordinates are |q[0..width)| (or -1), and their signs:
+ * the levels' digits make the point's code, which inv maps to its index. */
+static int find(const int16_t *inv, const int8_t *lev, unsigned base, unsigned width, const int8_t *q, unsigned *signs) {
+    unsigned s = 0, code = 0, m = 1;
+    bool on = true;
+    for (unsigned j = 0; j < width; j++, m *= base) {
+        int a = q[j] < 0 ? -q[j] : q[j];
+        unsigned k = 0;
+        while (k < base && lev[k] != a) k++;
+        on &= k < base;
+        code += (k < base ? k : 0) * m;
         s |= (q[j] < 0 ? 1u : 0u) << j;
     }
     *signs = s;
-    for (size_t i = 0; i < n; i++)
-        if (memcmp(grid + i * width, a, width) == 0) return (int)i;
-    return -1;
+    return on ? inv[code] : -1;
 }
 
 /* IQ1: the grid point (coordinates -1 0 1) and delta sign of 8 values q = 8 (g + delta) */
@@ -90,10 +106,12 @@ static int find_iq1(const int8_t *q, bool *neg) {
     }
     for (unsigned j = 0; j < 8; j++)
         if ((((q[j] % 8) + 8) % 8 == 7) != *neg) return -1;
-    const qtk__lattice_grids *G = qtk__lattice();
-    for (size_t i = 0; i < 2048; i++)
-        if (memcmp(G->iq1s[i], g, 8) == 0) return (int)i;
-    return -1;
+    unsigned code = 0;
+    for (unsigned j = 8; j-- > 0;) {
+        if (g[j] < -1 || g[j] > 1) return -1;
+        code = code * 3 + (unsigned)(g[j] + 1);
+    }
+    return qtk__lattice()->inv1s[code];
 }
 
 static void iq1_put(const int8_t *g, bool neg, int8_t *q) {
@@ -187,7 +205,7 @@ void qtk__gb_lattice_unpack(const qtk__gb_fmt *F, const uint8_t *b, qtk__gb_unpa
 
 /* ---- pack ---- */
 
-static unsigned sub_s(int sc) { return (unsigned)(sc - 1) / 2; } /* sc = 2s + 1 */
+static unsigned sub_s(int sc) { return sc >= 1 && sc <= 31 ? (unsigned)(sc - 1) / 2 : 0u; } /* sc = 2s + 1 */
 
 bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8_t *b) {
     const qtk__lattice_grids *G = qtk__lattice();
@@ -207,7 +225,7 @@ bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8
             uint8_t *p = b + 2 + 8 * k;
             uint32_t a = sub_s(u->sc[k]) << 28;
             for (unsigned l = 0; l < 4; l++) {
-                i = find(&G->iq2xxs[0][0], 256, 8, q + 32 * k + 8 * l, &sg);
+                i = find(G->inv2xxs, l2, 3, 8, q + 32 * k + 8 * l, &sg);
                 ok &= i >= 0 && signs8(sg) == sg;
                 p[l] = (uint8_t)(i < 0 ? 0 : i);
                 a |= (uint32_t)(sg & 127u) << (7 * l);
@@ -223,11 +241,11 @@ bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8
             for (unsigned l = 0; l < 4; l++) {
                 const int8_t *o = q + 32 * k + 8 * l;
                 if (xs) {
-                    i = find(&G->iq2xs[0][0], 512, 8, o, &sg);
+                    i = find(G->inv2xs, l2, 3, 8, o, &sg);
                     ok &= i >= 0 && signs8(sg) == sg;
                     qtk__st16(b + 2 + 8 * k + 2 * l, (uint16_t)((i < 0 ? 0u : (unsigned)i) | (sg & 127u) << 9));
                 } else {
-                    i = find(&G->iq2s[0][0], 1024, 8, o, &sg);
+                    i = find(G->inv2s, l2, 3, 8, o, &sg);
                     ok &= i >= 0;
                     unsigned idx = i < 0 ? 0u : (unsigned)i;
                     b[2 + 4 * k + l] = (uint8_t)idx;
@@ -243,8 +261,8 @@ bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8
             uint32_t a = sub_s(u->sc[k]) << 28;
             for (unsigned l = 0; l < 4; l++) {
                 const int8_t *o = q + 32 * k + 8 * l;
-                i = find(&G->iq3xxs[0][0], 256, 4, o, &sg);
-                i2 = find(&G->iq3xxs[0][0], 256, 4, o + 4, &sg2);
+                i = find(G->inv3xxs, l3xxs, 8, 4, o, &sg);
+                i2 = find(G->inv3xxs, l3xxs, 8, 4, o + 4, &sg2);
                 sg |= sg2 << 4;
                 ok &= i >= 0 && i2 >= 0 && signs8(sg) == sg;
                 b[2 + 8 * k + 2 * l] = (uint8_t)(i < 0 ? 0 : i);
@@ -259,8 +277,8 @@ bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8
             b[106 + k / 2] |= (uint8_t)(sub_s(u->sc[k]) << (4 * (k % 2)));
             for (unsigned l = 0; l < 4; l++) {
                 const int8_t *o = q + 32 * k + 8 * l;
-                i = find(&G->iq3s[0][0], 512, 4, o, &sg);
-                i2 = find(&G->iq3s[0][0], 512, 4, o + 4, &sg2);
+                i = find(G->inv3s, l3s, 8, 4, o, &sg);
+                i2 = find(G->inv3s, l3s, 8, 4, o + 4, &sg2);
                 ok &= i >= 0 && i2 >= 0;
                 unsigned a1 = i < 0 ? 0u : (unsigned)i, a2 = i2 < 0 ? 0u : (unsigned)i2;
                 b[2 + 8 * k + 2 * l] = (uint8_t)a1, b[2 + 8 * k + 2 * l + 1] = (uint8_t)a2;

@@ -429,6 +429,10 @@ static void mse_block_k(const qtk__gb_fmt *F, const float *x, const float *w, qt
 }
 
 void qtk__gb_quantize_block(const qtk__gb_fmt *F, const float *x, const float *w, bool mse, uint8_t *blk) {
+    if (F->lattice) {
+        qtk__gb_lattice_quantize(F, x, w, mse, blk);
+        return;
+    }
     qtk__gb_unpacked u;
     minmax_block(F, x, &u);
     if (mse) {

@@ -96,12 +96,19 @@ typedef struct qtk__lattice_grids {
     uint64_t smask[256];
     /* the same as bytes of -1 (set) and +1 (clear): of 8 bits, and of 7 stored bits */
     uint64_t spm8[256], spm7[128];
+    /* a point's code (its level indices as digits, as gb_grids.c holds it) -> its index, or -1 */
+    int16_t inv2xxs[6561], inv2xs[6561], inv2s[6561], inv1s[6561], inv3xxs[4096], inv3s[4096];
 } qtk__lattice_grids;
 QTK_INTERNAL const qtk__lattice_grids *qtk__lattice(void);
 
 QTK_INTERNAL void qtk__gb_lattice_unpack(const qtk__gb_fmt *F, const uint8_t *blk, qtk__gb_unpacked *u);
 /* The inverse of unpack for every block unpack gives (false: q or sc not on the codebook). */
 QTK_INTERNAL bool qtk__gb_lattice_pack(const qtk__gb_fmt *F, const qtk__gb_unpacked *u, uint8_t *blk);
+/* Makes the tables quantizing to F's codebook needs (once; false: out of memory). */
+QTK_INTERNAL bool qtk__gb_lattice_quant_ready(const qtk__gb_fmt *F);
+/* Quantizes one block of 256 values x (weights w, NULL: all 1) into blk: the lattice search
+ * when `mse`, else each group's largest magnitude on the top level (gb_lattice_quant.c). */
+QTK_INTERNAL void qtk__gb_lattice_quantize(const qtk__gb_fmt *F, const float *x, const float *w, bool mse, uint8_t *blk);
 /* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles); the kernels read it too. */
 static inline uint16_t qtk__gb_lattice_d(qtk__gfmt f, const uint8_t *b) {
     if (f != QTK__GF_IQ1_M) return qtk__ld16(b);

@@ -100,12 +100,6 @@ static void q_range(void *ctx, size_t b0, size_t b1, int worker) {
 qtk_status qtk__gb_quantize(const qtk__gb_fmt *F, const float *x, const qtk_layout *L, const qtk_quantize_options *o,
                             uint8_t *dst) {
     const qtk__gfmt_info *I = qtk__gfmt_info_of(F->f);
-    if (F->lattice)
-        return qtk__err(QTK_E_UNSUPPORTED,
-                        "quantizing to %s (ggml %s) is not implemented: qtk reads, writes, converts and multiplies the "
-                        "lattice types but does not make them yet (docs/lattice.md); llama.cpp's llama-quantize makes "
-                        "them, with an importance matrix",
-                        I->preset, I->ggml);
     if (o->scales || o->global || o->offsets)
         return qtk__err(QTK_E_UNSUPPORTED,
                         "%s (ggml %s) takes no caller-given scales: its scales are integers under a computed f16 "
@@ -117,6 +111,15 @@ qtk_status qtk__gb_quantize(const qtk__gb_fmt *F, const float *x, const qtk_layo
         return qtk__err(QTK_E_ARG, "calibration %d is not a qtk_calibration", (int)o->calibration);
     if ((o->weights || o->n_weights) && o->calibration != QTK_CALIB_MSE)
         return qtk__err(QTK_E_ARG, "importance weights are used by calibration mse only: minmax would ignore them");
+    /* ggml refuses these without an importance matrix (ggml_quantize_requires_imatrix) */
+    if (F->lattice && !o->weights &&
+        (F->f == QTK__GF_IQ2_XXS || F->f == QTK__GF_IQ2_XS || F->f == QTK__GF_IQ1_S))
+        return qtk__err(QTK_E_ARG,
+                        "quantizing to %s (ggml %s) needs an importance matrix, as ggml's quantizer does: give "
+                        "weights with calibration mse (the CLI's --imatrix or --weights)",
+                        I->preset, I->ggml);
+    if (F->lattice && !qtk__gb_lattice_quant_ready(F))
+        return qtk__err(QTK_E_NOMEM, "out of memory building the %s codebook's search tables", I->preset);
     if (!x && L->numel) return qtk__err(QTK_E_ARG, "input values are NULL");
     size_t bad = qtk__ref_first_nonfinite(x, L->numel);
     if (bad != SIZE_MAX)
@@ -144,7 +147,7 @@ qtk_status qtk__gb_quantize(const qtk__gb_fmt *F, const float *x, const qtk_layo
         return qtk__err(QTK_E_ARG, "n_weights is %zu but weights is NULL", o->n_weights);
     }
     size_t nb = L->numel / F->qk;
-    /* the mse search costs about 100x minmax per element: split finely */
-    qtk__parallel_for(qtk__threads_for(o->threads, j.mse ? L->numel * 64 : L->numel), nb, q_range, &j);
+    /* the mse search costs about 100x minmax per element (the lattice search more): split finely */
+    qtk__parallel_for(qtk__threads_for(o->threads, j.mse || F->lattice ? L->numel * 64 : L->numel), nb, q_range, &j);
     return QTK_OK;
 }
