@@ -110,9 +110,8 @@ static const pair PAIRS[] = {
     {"q4_k", GGML_TYPE_Q4_K, "q4_k"},
     {"q5_k", GGML_TYPE_Q5_K, "q5_k"},
     {"q6_k", GGML_TYPE_Q6_K, "q6_k"},
-    /* the lattice types (docs/lattice.md): qtk does not make them, so both sides multiply the
-     * same random blocks (every bit pattern with a finite d is a block; the kernels' time does
-     * not depend on the values) */
+    /* the lattice types (docs/lattice.md): both sides multiply the same random blocks (every
+     * bit pattern with a finite d is a block; the kernels' time does not depend on the values) */
     {"iq2_xxs", GGML_TYPE_IQ2_XXS, "iq2_xxs"},
     {"iq2_xs", GGML_TYPE_IQ2_XS, "iq2_xs"},
     {"iq2_s", GGML_TYPE_IQ2_S, "iq2_s"},

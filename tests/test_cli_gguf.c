@@ -120,6 +120,19 @@ static void convert_synth(void) {
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
 }
 
+/* ggml's lattice types made by qtk (docs/lattice.md section 8): IQ3_XXS without an importance
+ * matrix; IQ2_XXS refused without one, naming the need */
+static void convert_lattice(void) {
+    CHECK(run("synth l.gguf --layers 1 --hidden 256 --ffn 512 --vocab 256 --dtype f32") == 0);
+    CHECK(run("convert l.gguf li.gguf --scheme iq3_xxs --calibration mse") == 0 &&
+          strstr(out, "9 quantized, 0 dequantized, 6 copied") != NULL);
+    CHECK(run("inspect li.gguf") == 0 && row("model.layers.0.mlp.down_proj.weight", "IQ3_XXS iq3_xxs 256x512 50176"));
+    CHECK(run("convert li.gguf li2.gguf") == 0 && same_files("li.gguf", "li2.gguf"));
+    CHECK(run("convert l.gguf lx.gguf --scheme iq2_xxs --calibration mse") == 1 &&
+          strstr(err, "quantizing to iq2_xxs (ggml IQ2_XXS) needs an importance matrix") != NULL);
+    CHECK(!file_exists(tmp_path("lx.gguf")));
+}
+
 /* --preset: llama.cpp's Q4_K_M mixture on Hugging Face names; each choice says its rule */
 static void convert_preset(void) {
     CHECK(run("synth h.safetensors --layers 8 --hidden 256 --ffn 512 --kv 256 --vocab 512 --dtype f32") == 0);
@@ -182,7 +195,7 @@ int main(int argc, char **argv) {
         printf("cli_gguf: $QTK_SHARED_DIR/data/ggml is missing: ggml's files are not tested\n");
     }
     tmp_dir_make();
-    static const test_case cases[] = {T(inspect_ggml), T(convert_ggml), T(convert_synth), T(convert_preset), T(malformed)};
+    static const test_case cases[] = {T(inspect_ggml), T(convert_ggml), T(convert_synth), T(convert_lattice), T(convert_preset), T(malformed)};
     int rc = test_run("cli_gguf", cases, sizeof cases / sizeof cases[0], argc, argv);
     tmp_dir_remove();
     return rc;

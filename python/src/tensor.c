@@ -42,7 +42,8 @@ static const qtk_layout *L_of(PyObject *self) { return qtk_tensor_layout(((qtkpy
 /* ---- qtk.quantize ---- */
 
 const char qtkpy_quantize_doc[] =
-    "quantize(array, scheme, calibration='minmax', scales=None, global_scale=None, threads=None) -> Tensor\n\n"
+    "quantize(array, scheme, calibration='minmax', scales=None, global_scale=None, threads=None,\n"
+    "         weights=None) -> Tensor\n\n"
     "Quantizes an array of rank 0 to 8 under scheme (a qtk.Scheme or a spec string) into a qtk.Tensor\n"
     "holding Burn's exact bytes (SPEC section 5).\n\n"
     "array: float32, float16 or float64, any memory order. A C-contiguous, aligned, native float32\n"
@@ -55,20 +56,24 @@ const char qtkpy_quantize_doc[] =
     "scales: instead of calibrating, one float32 scale per scale group, row-major over the block grid\n"
     "(shaped as the grid, or flat); global_scale: the two-level global scale that goes with them.\n"
     "threads: worker threads for this call (None: qtk.get_threads()). The GIL is released while qtk works.\n"
+    "weights: importance weights of the squared error (calibration 'mse'; an importance matrix's column\n"
+    "energies): float32, one per element, one per column of the last dimension, or per first index and\n"
+    "column. ggml's IQ2_XXS, IQ2_XS and IQ1_S (schemes 'iq2_xxs', 'iq2_xs', 'iq1_s') need them.\n"
     "Raises qtk.Error (e.g. QTK_E_VALUE for a NaN, naming its index; QTK_E_SHAPE if the scheme does not\n"
     "fit the shape).";
 
 PyObject *qtkpy_quantize(PyObject *self, PyObject *args, PyObject *kw) {
     (void)self;
-    static const char *kwlist[] = {"array", "scheme", "calibration", "scales", "global_scale", "threads", NULL};
-    PyObject *arr_o, *scales_o = Py_None, *global_o = Py_None;
+    static const char *kwlist[] = {"array", "scheme", "calibration", "scales", "global_scale", "threads", "weights", NULL};
+    PyObject *arr_o, *scales_o = Py_None, *global_o = Py_None, *weights_o = Py_None;
     qtk_scheme s;
     qtk_calibration calib = QTK_CALIB_MINMAX;
     int threads = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|O&OOO&:quantize", QTKPY_KW(kwlist), &arr_o, qtkpy_scheme_conv, &s,
-                                     qtkpy_calibration_conv, &calib, &scales_o, &global_o, qtkpy_threads_conv, &threads))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "OO&|O&OOO&O:quantize", QTKPY_KW(kwlist), &arr_o, qtkpy_scheme_conv, &s,
+                                     qtkpy_calibration_conv, &calib, &scales_o, &global_o, qtkpy_threads_conv, &threads,
+                                     &weights_o))
         return qtkpy_rewrap("quantize");
-    PyArrayObject *a = qtkpy_f32_array(arr_o, "array", true), *sc = NULL;
+    PyArrayObject *a = qtkpy_f32_array(arr_o, "array", true), *sc = NULL, *wt = NULL;
     if (!a) return NULL;
     PyObject *result = NULL;
     int rank = PyArray_NDIM(a);
@@ -118,6 +123,11 @@ PyObject *qtkpy_quantize(PyObject *self, PyObject *args, PyObject *kw) {
         o.scales = PyArray_DATA(sc);
         o.n_scales = (size_t)PyArray_SIZE(sc);
     }
+    if (weights_o != Py_None) { /* flat, whatever its shape: qtk_quantize checks the count */
+        if (!(wt = qtkpy_f32_array(weights_o, "weights", true))) goto done;
+        o.weights = PyArray_DATA(wt);
+        o.n_weights = (size_t)PyArray_SIZE(wt);
+    }
     qtk_tensor *t = NULL;
     qtk_status st;
     const float *x = PyArray_DATA(a);
@@ -129,6 +139,7 @@ PyObject *qtkpy_quantize(PyObject *self, PyObject *args, PyObject *kw) {
 done:
     Py_DECREF(a);
     Py_XDECREF(sc);
+    Py_XDECREF(wt);
     return result;
 }
 

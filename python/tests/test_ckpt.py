@@ -286,6 +286,20 @@ def test_gguf_lattice_types_read_as_ggml_wrote_them(tmp_path):
     qtk.convert(LATTICE / "lattice.gguf", tmp_path / "l.bpk")
     qtk.convert(tmp_path / "l.bpk", tmp_path / "back.gguf")
     assert (tmp_path / "back.gguf").read_bytes() == (LATTICE / "lattice.gguf").read_bytes()
+    # made by qtk (docs/lattice.md section 8): with importance weights; three types need them
     with pytest.raises(qtk.Error) as e:
         qtk.quantize(np.zeros((2, 256), np.float32), "iq2_xxs")
-    assert e.value.status == "QTK_E_UNSUPPORTED" and "not implemented" in str(e.value)
+    assert e.value.status == "QTK_E_ARG" and "needs an importance matrix" in str(e.value)
+    x = np.random.default_rng(9).standard_normal((4, 512)).astype(np.float32)
+    w = np.exp(np.random.default_rng(10).standard_normal(512)).astype(np.float32)
+    floor = {"iq2_xxs": 10.0, "iq2_xs": 11.0, "iq2_s": 12.0, "iq3_xxs": 15.5, "iq3_s": 17.5, "iq1_s": 6.5, "iq1_m": 7.5}
+    for name, db in floor.items():
+        t = qtk.quantize(x, name, calibration="mse", weights=w)
+        assert t.scheme.mode == "lattice" and t.nbytes == qtk.Scheme(name).nbytes((4, 512))
+        y = t.dequantize()
+        got = 10 * np.log10((w * x.astype(np.float64) ** 2).sum() / (w * (x - y).astype(np.float64) ** 2).sum())
+        assert got > db, (name, got)
+    assert qtk.quantize(x, "iq3_xxs").scheme.preset == "iq3_xxs"  # no weights needed there
+    with pytest.raises(qtk.Error) as e:
+        qtk.quantize(x, "iq2_xs", calibration="mse", weights=w[:100])
+    assert e.value.status == "QTK_E_LENGTH"

@@ -97,6 +97,23 @@ fn presets_and_fields_mirror_burn() {
     assert!(!iq.is_burn());
     assert_eq!(Scheme::parse(&iq.to_string()).unwrap(), iq);
     assert_eq!(iq.preset_name(), Some("iq2_xxs"));
+    // made by qtk through the same call as every scheme: with importance weights (IQ2_XXS needs them)
+    let x: Vec<f32> = weights(&[2, 512], 3).iter().map(|v| v.clamp(-0.06, 0.06)).collect(); // 3 sigma: no outliers
+    let imp: Vec<f32> = (0..512).map(|j| 0.5 + (j % 7) as f32).collect();
+    let e = qtk::quantize(&x, &[2, 512], &iq, &Default::default()).unwrap_err();
+    assert_eq!(e.status(), qtk::Status::ARG);
+    assert!(e.message().contains("needs an importance matrix"), "{}", e.message());
+    let o = qtk::QuantizeOptions::default().calibration(qtk::Calibration::Mse).weights(&imp);
+    let t = qtk::quantize(&x, &[2, 512], &iq, &o).unwrap();
+    assert_eq!(t.scheme(), &iq);
+    let y = t.dequantize().unwrap();
+    let (mut sx, mut se) = (0.0f64, 0.0f64);
+    for (i, (a, b)) in x.iter().zip(&y).enumerate() {
+        let w = imp[i % 512] as f64;
+        sx += w * (*a as f64) * (*a as f64);
+        se += w * ((a - b) as f64) * ((a - b) as f64);
+    }
+    assert!(10.0 * (sx / se).log10() > 9.0, "weighted SQNR {}", 10.0 * (sx / se).log10());
 }
 
 #[test]
