@@ -382,6 +382,11 @@ static void matmul(void) {
                         CHECK_MSG(memcmp(y0, y, M * N * sizeof *y) == 0, "%s %s: bits differ at %s, %d threads", TYPES[i],
                                   fast ? "fast" : "exact", qtk_isa_name(isas[li]), th);
                     first = false;
+                    if (fast) { /* one row of x (the M = 1 kernel): row 0's bits */
+                        CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, 1, K, NULL, y, N, &o));
+                        CHECK_MSG(memcmp(y0, y, N * sizeof *y) == 0, "%s fast M = 1: bits differ from row 0 of M = %d at %s, %d threads",
+                                  TYPES[i], M, qtk_isa_name(isas[li]), th);
+                    }
                 }
             }
             qtk_set_isa(QTK_ISA_AUTO);

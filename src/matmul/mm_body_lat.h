@@ -124,6 +124,21 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     const uint8_t *blk = blk0 + bb * bytes;
                     for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
                     dv[bb] = lat_d(f, blk, dmul);
+                    const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
+                    /* one row of x: each vector used at once, none kept (IQ2_XS measured 2x slower so, on
+                     * Zen 4: a spill in its loop; it keeps the block of vectors) */
+                    if (M == 1 && f != QTK__GF_IQ2_XS) {
+                        mvi a = mvi_zero();
+                        MV_UNROLL
+                        for (unsigned i = 0; i < LAT_NV; i++) {
+                            int16_t sc2[2];
+                            mvi u, q;
+                            lat_vec(f, blk, T, i, &u, &q, sc2);
+                            a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
+                        }
+                        ai[0][bb] = a;
+                        continue;
+                    }
                     mvi u[LAT_NV], q[LAT_NV], s16[LAT_NV];
                     MV_UNROLL
                     for (unsigned i = 0; i < LAT_NV; i++) {
@@ -131,7 +146,6 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                         lat_vec(f, blk, T, i, &u[i], &q[i], sc2);
                         s16[i] = mvi_bcast16x(sc2);
                     }
-                    const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
                     for (size_t mi = 0; mi < mc; mi++) {
                         const int8_t *xm = xq + mi * c->kq;
                         mvi a = mvi_zero();
