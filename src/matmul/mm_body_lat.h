@@ -96,6 +96,14 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids
 #endif
 }
 
+/* a + vector i of a block times the int8 activations xq of its 256 (sub-scales applied) */
+MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids *T, unsigned i, const int8_t *xq, mvi a) {
+    int16_t sc2[2];
+    mvi u, q;
+    lat_vec(f, b, T, i, &u, &q, sc2);
+    return mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
+}
+
 /* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles) times dmul, exact. */
 MV_AI float lat_d(const qtk__gfmt f, const uint8_t *b, float dmul) { return mv_f16(qtk__gb_lattice_d(f, b)) * dmul; }
 
@@ -125,16 +133,22 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
                     dv[bb] = lat_d(f, blk, dmul);
                     const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
-                    /* one row of x: each vector used at once, none kept (IQ2_XS measured 2x slower so, on
-                     * Zen 4: a spill in its loop; it keeps the block of vectors) */
-                    if (M == 1 && f != QTK__GF_IQ2_XS) {
+                    /* one row of x: each vector used at once, none kept; the loop unrolled in full
+                     * but for IQ2_XS, whose unrolled loop spills (2x slower on Zen 4; by 2: 1.15x faster
+                     * than keeping the block's vectors) */
+                    if (M == 1) {
                         mvi a = mvi_zero();
-                        MV_UNROLL
-                        for (unsigned i = 0; i < LAT_NV; i++) {
-                            int16_t sc2[2];
-                            mvi u, q;
-                            lat_vec(f, blk, T, i, &u, &q, sc2);
-                            a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
+                        if (f == QTK__GF_IQ2_XS) {
+                            _Pragma("GCC unroll 2")
+                            for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, T, i, xq, a);
+                        } else {
+                            MV_UNROLL
+                            for (unsigned i = 0; i < LAT_NV; i++) {
+                                int16_t sc2[2];
+                                mvi u, q;
+                                lat_vec(f, blk, T, i, &u, &q, sc2);
+                                a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
+                            }
                         }
                         ai[0][bb] = a;
                         continue;
