@@ -37,12 +37,12 @@ cmake --build build-clang -j "$jobs" >/dev/null
 ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
     ctest --test-dir build-clang --output-on-failure -j "$jobs"
 
-echo "== ThreadSanitizer: the tests whose work is split across threads (matmul, quantize/dequantize, mse)"
+echo "== ThreadSanitizer: the tests whose work is split across threads (matmul, quantize/dequantize, mse, the lattice search and its tables built once)"
 cmake -S . -B build-tsan -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS="-fsanitize=thread -O1" \
     -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread \
     -DQTK_BUILD_PYTHON=OFF >/dev/null
-cmake --build build-tsan -j "$jobs" --target test_matmul test_roundtrip test_simd test_mse >/dev/null
-TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(matmul|roundtrip|simd|mse)$'
+cmake --build build-tsan -j "$jobs" --target test_matmul test_roundtrip test_simd test_mse test_lattice >/dev/null
+TSAN_OPTIONS=halt_on_error=1 ctest --test-dir build-tsan --output-on-failure -j "$jobs" -R '^(matmul|roundtrip|simd|mse|lattice)$'
 
 echo "== libFuzzer harnesses (clang, ASan + UBSan), ${QTK_FUZZ_SECONDS:-60} s each: any finding fails"
 ./scripts/fuzz.sh all "${QTK_FUZZ_SECONDS:-60}"
