@@ -184,6 +184,9 @@ typedef struct {
     bool even;          /* the 8 signs of a vector are even in number */
 } ltype;
 
+/* IQ1: q = 8 g + delta, delta +-1 (the other types: q = g) */
+static inline bool is_iq1(const ltype *T) { return T->F->f == QTK__GF_IQ1_S || T->F->f == QTK__GF_IQ1_M; }
+
 typedef struct {
     double e, sxq, sqq; /* sum w (x - S q)^2, sum w x q, sum w q^2 */
 } gres;
@@ -246,7 +249,7 @@ static float vec_iq1(const lgrid *L, const float *x, const float *w, float inv, 
 /* A valid code of value 0 at S = 0: any point, no signs (IQ1: delta +). */
 static void zero_codes(const ltype *T, unsigned n, int8_t *q) {
     const lgrid *L = T->L;
-    for (unsigned i = 0; i < n; i++) q[i] = (int8_t)((int)L->g[i % L->W] + (T->F->f == QTK__GF_IQ1_S || T->F->f == QTK__GF_IQ1_M));
+    for (unsigned i = 0; i < n; i++) q[i] = (int8_t)((int)L->g[i % L->W] + is_iq1(T));
 }
 
 /* The codes of group x (n values) at scale S > 0 into q, with their sums. */
@@ -289,7 +292,7 @@ static gres group_at(const ltype *T, const float *x, const float *w, unsigned n,
 
 static float qtop(const ltype *T) {
     const lgrid *L = T->L;
-    return L->lev[L->base - 1] + (T->F->f == QTK__GF_IQ1_S || T->F->f == QTK__GF_IQ1_M ? 1.0f : 0.0f);
+    return L->lev[L->base - 1] + (is_iq1(T) ? 1.0f : 0.0f);
 }
 
 /* The scale a of least error for group x, and the curvature sum w q^2 there (0: a == 0). */
