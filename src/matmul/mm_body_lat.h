@@ -44,7 +44,7 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids
         case QTK__GF_IQ2_S: {
             const unsigned s = b[74 + k], h = b[66 + k];
             memcpy(&g[t], T->iq2s[b[2 + 4 * k + l] | ((h >> (2 * l)) & 3u) << 8], 8);
-            m[t] = T->spm8[b[34 + 4 * k + l]];
+            m[t] = 0; /* its signs below, from their bits */
             sc2[0] = (int16_t)(2 * (s & 15u) + 1), sc2[1] = (int16_t)(2 * (s >> 4) + 1);
             break;
         }
@@ -64,29 +64,36 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids
             memcpy(&g1, T->iq3s[b[2 + 8 * k + 2 * l] | ((h >> (2 * l)) & 1u) << 8], 4);
             memcpy(&g2, T->iq3s[b[2 + 8 * k + 2 * l + 1] | ((h >> (2 * l + 1)) & 1u) << 8], 4);
             g[t] = (uint64_t)g1 | (uint64_t)g2 << 32;
-            m[t] = T->spm8[b[74 + 4 * k + l]];
+            m[t] = 0; /* its signs below, from their bits */
             sc2[0] = sc2[1] = (int16_t)(2 * ((b[106 + k / 2] >> (4 * (k % 2))) & 15u) + 1);
             break;
         }
         case QTK__GF_IQ1_S: {
             const unsigned h = qtk__ld16(b + 34 + 2 * k);
             memcpy(&g[t], T->iq1q[b[2 + 4 * k + l] | ((h >> (3 * l)) & 7u) << 8], 8);
-            m[t] = h >> 15 ? 0x0202020202020202ull : 0; /* delta -1/8: 8 g - 1 = (8 g + 1) - 2 */
+            m[t] = 0; /* its delta below */
             sc2[0] = sc2[1] = (int16_t)(2 * ((h >> 12) & 7u) + 1);
             break;
         }
         default: { /* IQ1_M */
             const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2)), hh = b[32 + 2 * k + l / 2] >> (4 * (l % 2));
             memcpy(&g[t], T->iq1q[b[4 * k + l] | (hh & 7u) << 8], 8);
-            m[t] = hh & 8u ? 0x0202020202020202ull : 0;
+            m[t] = 0; /* its delta below */
             sc2[0] = (int16_t)(2 * (s & 7u) + 1), sc2[1] = (int16_t)(2 * ((s >> 3) & 7u) + 1);
             break;
         }
         }
     }
-    if (f == QTK__GF_IQ1_S || f == QTK__GF_IQ1_M) { /* signed coordinates: their signs and magnitudes */
-        *sg = mvi_sub8(mvi_from_u64(g), mvi_from_u64(m)); /* one 16 KiB table: L1 holds it beside the stream */
+    if (f == QTK__GF_IQ1_S) { /* one delta per 32: 8 g - 1 = (8 g + 1) - 2 where it is -1/8 */
+        *sg = mvi_sub8(mvi_from_u64(g), mvi_set1_8((int8_t)(2 * (qtk__ld16(b + 34 + 2 * k) >> 15))));
         *u = mvi_abs8(*sg);
+    } else if (f == QTK__GF_IQ1_M) { /* a delta per 8, the top bit of its nibble: 2 less where it is -1/8 */
+        const mvi dm = mvi_nibtop_groups(qtk__ld32(b + 32 + i * MV_B / 16) & (MV_B == 32 ? 0xffffu : 0xffu));
+        *sg = mvi_sub8(mvi_from_u64(g), mvi_and(dm, mvi_set1_8(2))); /* one 16 KiB table: L1 holds it beside the stream */
+        *u = mvi_abs8(*sg);
+    } else if (f == QTK__GF_IQ2_S || f == QTK__GF_IQ3_S) { /* a sign bit per element: -1 where set, else +1 */
+        *u = mvi_from_u64(g);
+        *sg = mvi_or(mvi_bitmask_bytes(qtk__ld32(b + (f == QTK__GF_IQ2_S ? 34 : 74) + i * MV_B / 8)), mvi_set1_8(1));
     } else {
         *u = mvi_from_u64(g);
         *sg = mvi_from_u64(m);

@@ -174,6 +174,17 @@ MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
 }
 
+/* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (the byte of nibbles
+ * j / 16 into each 8 bytes, tested against 0x08 or 0x80) */
+MV_AI mvi mvi_nibtop_groups(uint32_t m) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+                                          1, 1, 1, 1);
+    const __m256i bits = _mm256_set_epi64x((long long)0x8080808080808080ull, 0x0808080808080808ll,
+                                           (long long)0x8080808080808080ull, 0x0808080808080808ll);
+    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), shuf);
+    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+}
+
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in both 16-byte lanes */
 MV_AI mvi mvi_set16x8u(const uint8_t *p) {
     return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)p)));

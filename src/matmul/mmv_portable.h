@@ -373,6 +373,13 @@ MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
     return mv_i(r);
 }
 
+/* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (bytes from 64 on: 0) */
+MV_AI mvi mvi_nibtop_groups(uint32_t m) {
+    mvb_ r = {0};
+    MV_BYTES r[b_] = b_ < 64 && ((m >> (4 * (b_ / 8) + 3)) & 1u) ? -1 : 0;
+    return mv_i(r);
+}
+
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in every 16-byte lane */
 MV_AI mvi mvi_set16x8u(const uint8_t *p) {
     mvh_ r = {0};
