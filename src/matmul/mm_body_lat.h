@@ -16,11 +16,18 @@
 
 #define LAT_NV (256 / MV_B) /* vectors of a block */
 
+/* The grid indices of a block's 32 groups of 8 where a type's bits are better gathered at once
+ * (IQ1_M: a byte and a nibble's low 3 bits each, interleaved by vector unpacks: 0.9x the time of
+ * gathering them per 8; not so for IQ1_S's 3-bit fields of u16s); others: none. */
+MV_AI void lat_index(const qtk__gfmt f, const uint8_t *b, uint16_t *ix) {
+    if (f == QTK__GF_IQ1_M) mv_idx_nib3(b, b + 32, ix);
+}
+
 /* Vector i of a block (elements i MV_B .. + MV_B): the magnitudes of its coordinates *u
  * (unsigned bytes) and *sg, bytes whose sign is theirs (for mvi_sign8 of x: -1 or +1 as a mask,
  * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements. */
-MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids *T, unsigned i, mvi *u, mvi *sg,
-                   int16_t *sc2) {
+MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
+                   mvi *u, mvi *sg, int16_t *sc2) {
     uint64_t g[MV_B / 8], m[MV_B / 8];
     const unsigned k = i * MV_B / 32; /* its group of 32 */
     MV_UNROLL
@@ -76,8 +83,8 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids
             break;
         }
         default: { /* IQ1_M */
-            const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2)), hh = b[32 + 2 * k + l / 2] >> (4 * (l % 2));
-            memcpy(&g[t], T->iq1q[b[4 * k + l] | (hh & 7u) << 8], 8);
+            const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2));
+            memcpy(&g[t], T->iq1q[ix[4 * k + l]], 8); /* lat_index's */
             m[t] = 0; /* its delta below */
             sc2[0] = (int16_t)(2 * (s & 7u) + 1), sc2[1] = (int16_t)(2 * ((s >> 3) & 7u) + 1);
             break;
@@ -104,10 +111,11 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids
 }
 
 /* a + vector i of a block times the int8 activations xq of its 256 (sub-scales applied) */
-MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const qtk__lattice_grids *T, unsigned i, const int8_t *xq, mvi a) {
+MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
+                   const int8_t *xq, mvi a) {
     int16_t sc2[2];
     mvi u, q;
-    lat_vec(f, b, T, i, &u, &q, sc2);
+    lat_vec(f, b, ix, T, i, &u, &q, sc2);
     return mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
 }
 
@@ -140,6 +148,8 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
                     dv[bb] = lat_d(f, blk, dmul);
                     const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
+                    uint16_t ix[32];
+                    lat_index(f, blk, ix);
                     /* one row of x: each vector used at once, none kept; the loop unrolled in full
                      * but for IQ2_XS, whose unrolled loop spills (2x slower on Zen 4; by 2: 1.15x faster
                      * than keeping the block's vectors) */
@@ -147,13 +157,13 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                         mvi a = mvi_zero();
                         if (f == QTK__GF_IQ2_XS) {
                             _Pragma("GCC unroll 2")
-                            for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, T, i, xq, a);
+                            for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, ix, T, i, xq, a);
                         } else {
                             MV_UNROLL
                             for (unsigned i = 0; i < LAT_NV; i++) {
                                 int16_t sc2[2];
                                 mvi u, q;
-                                lat_vec(f, blk, T, i, &u, &q, sc2);
+                                lat_vec(f, blk, ix, T, i, &u, &q, sc2);
                                 a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
                             }
                         }
@@ -164,7 +174,7 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     MV_UNROLL
                     for (unsigned i = 0; i < LAT_NV; i++) {
                         int16_t sc2[2];
-                        lat_vec(f, blk, T, i, &u[i], &q[i], sc2);
+                        lat_vec(f, blk, ix, T, i, &u[i], &q[i], sc2);
                         s16[i] = mvi_bcast16x(sc2);
                     }
                     for (size_t mi = 0; mi < mc; mi++) {
@@ -237,11 +247,13 @@ MV_AI void lat_exact_rows_m(const qtk__gfmt f, const size_t M, const qtk__mm *c,
             const uint8_t *blk = row + b * bytes;
             for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
             int8_t qb[256];
+            uint16_t ix[32];
+            lat_index(f, blk, ix);
             int16_t sc[17]; /* lat_vec writes two from sc + i x MV_B / 16: one past the end at 16 bytes */
             MV_UNROLL
             for (unsigned i = 0; i < LAT_NV; i++) {
                 mvi u, sg;
-                lat_vec(f, blk, T, i, &u, &sg, sc + i * (MV_B / 16));
+                lat_vec(f, blk, ix, T, i, &u, &sg, sc + i * (MV_B / 16));
                 mvi_storeu(qb + i * MV_B, mvi_sign8(u, sg));
             }
             const float d = lat_d(f, blk, dmul);

@@ -174,6 +174,18 @@ MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
 }
 
+/* out[n] = lo[n] | (nibble n of nib, low 3 bits) << 8 for n < 32 (nibble 2 j the low one of byte j) */
+MV_AI void mv_idx_nib3(const uint8_t *lo, const uint8_t *nib, uint16_t *out) {
+    const __m128i m7 = _mm_set1_epi8(7), h = _mm_loadu_si128((const __m128i *)(const void *)nib);
+    const __m128i a = _mm_and_si128(h, m7), c = _mm_and_si128(_mm_srli_epi16(h, 4), m7);
+    const __m128i n0 = _mm_unpacklo_epi8(a, c), n1 = _mm_unpackhi_epi8(a, c);
+    const __m128i l0 = _mm_loadu_si128((const __m128i *)(const void *)lo), l1 = _mm_loadu_si128((const __m128i *)(const void *)(lo + 16));
+    _mm_storeu_si128((__m128i *)(void *)out, _mm_unpacklo_epi8(l0, n0));
+    _mm_storeu_si128((__m128i *)(void *)(out + 8), _mm_unpackhi_epi8(l0, n0));
+    _mm_storeu_si128((__m128i *)(void *)(out + 16), _mm_unpacklo_epi8(l1, n1));
+    _mm_storeu_si128((__m128i *)(void *)(out + 24), _mm_unpackhi_epi8(l1, n1));
+}
+
 /* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (the byte of nibbles
  * j / 16 into each 8 bytes, tested against 0x08 or 0x80) */
 MV_AI mvi mvi_nibtop_groups(uint32_t m) {

@@ -373,6 +373,11 @@ MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
     return mv_i(r);
 }
 
+/* out[n] = lo[n] | (nibble n of nib, low 3 bits) << 8 for n < 32 (nibble 2 j the low one of byte j) */
+MV_AI void mv_idx_nib3(const uint8_t *lo, const uint8_t *nib, uint16_t *out) {
+    for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((nib[n / 2] >> (4 * (n % 2))) & 7u) << 8);
+}
+
 /* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (bytes from 64 on: 0) */
 MV_AI mvi mvi_nibtop_groups(uint32_t m) {
     mvb_ r = {0};
