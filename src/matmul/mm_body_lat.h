@@ -16,20 +16,22 @@
 
 #define LAT_NV (256 / MV_B) /* vectors of a block */
 
-/* The grid indices of a block's 32 groups of 8 where a type's bits are better gathered at once
- * (IQ1_M: a byte and a nibble's low 3 bits each, interleaved by vector unpacks: 0.9x the time of
- * gathering them per 8; not so for IQ1_S's 3-bit fields of u16s); others: none. */
-MV_AI void lat_index(const qtk__gfmt f, const uint8_t *b, uint16_t *ix) {
-    if (f == QTK__GF_IQ1_M) mv_idx_nib3(b, b + 32, ix);
+/* ix, the grid indices of a block's 32 groups of 8, where a type's bits are better gathered at
+ * once (IQ1_M: a byte and a nibble's low 3 bits each, interleaved by vector unpacks: 0.9x the time
+ * of gathering them per 8; not so for IQ1_S's 3-bit fields of u16s); NULL for the others. */
+MV_AI const uint16_t *lat_index(const qtk__gfmt f, const uint8_t *b, uint16_t *ix) {
+    if (f != QTK__GF_IQ1_M) return NULL;
+    mv_idx_nib3(b, b + 32, ix);
+    return ix;
 }
 
 /* Vector i of a block (elements i MV_B .. + MV_B): the magnitudes of its coordinates *u
  * (unsigned bytes) and *sg, bytes whose sign is theirs (for mvi_sign8 of x: -1 or +1 as a mask,
  * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements;
- * ix the block's indices from lat_index, or NULL to make them here. */
+ * ix the block's indices from lat_index, or NULL: IQ1_M's indices and deltas then made per 8. */
 MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
                    mvi *u, mvi *sg, int16_t *sc2) {
-    uint64_t g[MV_B / 8], m[MV_B / 8];
+    uint64_t g[MV_B / 8], m[MV_B / 8] = {0}; /* m: sign rows (IQ2_XXS, IQ2_XS, IQ3_XXS), IQ1_M's per-8 deltas */
     const unsigned k = i * MV_B / 32; /* its group of 32 */
     MV_UNROLL
     for (unsigned t = 0; t < MV_B / 8; t++) {
@@ -52,7 +54,6 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         case QTK__GF_IQ2_S: {
             const unsigned s = b[74 + k], h = b[66 + k];
             memcpy(&g[t], T->iq2s[b[2 + 4 * k + l] | ((h >> (2 * l)) & 3u) << 8], 8);
-            m[t] = 0; /* its signs below, from their bits */
             sc2[0] = (int16_t)(2 * (s & 15u) + 1), sc2[1] = (int16_t)(2 * (s >> 4) + 1);
             break;
         }
@@ -72,22 +73,19 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
             memcpy(&g1, T->iq3s[b[2 + 8 * k + 2 * l] | ((h >> (2 * l)) & 1u) << 8], 4);
             memcpy(&g2, T->iq3s[b[2 + 8 * k + 2 * l + 1] | ((h >> (2 * l + 1)) & 1u) << 8], 4);
             g[t] = (uint64_t)g1 | (uint64_t)g2 << 32;
-            m[t] = 0; /* its signs below, from their bits */
             sc2[0] = sc2[1] = (int16_t)(2 * ((b[106 + k / 2] >> (4 * (k % 2))) & 15u) + 1);
             break;
         }
         case QTK__GF_IQ1_S: {
             const unsigned h = qtk__ld16(b + 34 + 2 * k);
             memcpy(&g[t], T->iq1q[b[2 + 4 * k + l] | ((h >> (3 * l)) & 7u) << 8], 8);
-            m[t] = 0; /* its delta below */
             sc2[0] = sc2[1] = (int16_t)(2 * ((h >> 12) & 7u) + 1);
             break;
         }
         default: { /* IQ1_M */
-            const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2));
-            const unsigned n = ix ? ix[4 * k + l] : b[4 * k + l] | ((b[32 + 2 * k + l / 2] >> (4 * (l % 2))) & 7u) << 8;
-            memcpy(&g[t], T->iq1q[n], 8); /* lat_index's, or made here */
-            m[t] = !ix && (b[32 + 2 * k + l / 2] >> (4 * (l % 2))) & 8u ? 0x0202020202020202ull : 0; /* else below */
+            const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2)), hh = b[32 + 2 * k + l / 2] >> (4 * (l % 2));
+            memcpy(&g[t], T->iq1q[ix ? ix[4 * k + l] : b[4 * k + l] | (hh & 7u) << 8], 8);
+            m[t] = !ix && hh & 8u ? 0x0202020202020202ull : 0; /* with ix: below, 32 at a time */
             sc2[0] = (int16_t)(2 * (s & 7u) + 1), sc2[1] = (int16_t)(2 * ((s >> 3) & 7u) + 1);
             break;
         }
@@ -151,8 +149,8 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
                     dv[bb] = lat_d(f, blk, dmul);
                     const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
-                    uint16_t ix[32];
-                    lat_index(f, blk, ix);
+                    uint16_t ixb[32];
+                    const uint16_t *ix = lat_index(f, blk, ixb);
                     /* one row of x: each vector used at once, none kept; the loop unrolled in full
                      * but for IQ2_XS, whose unrolled loop spills (2x slower on Zen 4; by 2: 1.15x faster
                      * than keeping the block's vectors) */
