@@ -187,6 +187,7 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
         /* a line of the weights QTK__MM_PF_BYTES ahead (rows follow each other in memory):
          * in DRAM the hardware prefetcher alone falls behind a kernel that also computes */
         mv_prefetch(row + st * MV_B + QTK__MM_PF_BYTES);
+        if (MV_B == 64 && dk_per(ik) >= 2) mv_prefetch(row + st * MV_B + QTK__MM_PF_BYTES + 64);
         STEP(0, row + st * MV_B);
         STEP(1, row + st * MV_B);
     }

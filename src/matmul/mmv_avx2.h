@@ -62,6 +62,13 @@ MV_AI float mvf_hsum(mvf v) {
     s = _mm_add_ss(s, _mm_movehdup_ps(s));
     return _mm_cvtss_f32(s);
 }
+/* the largest lane (no lane NaN) */
+MV_AI float mvf_hmax(mvf v) {
+    __m128 s = _mm_max_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
+    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
+    s = _mm_max_ss(s, _mm_movehdup_ps(s));
+    return _mm_cvtss_f32(s);
+}
 MV_AI mvf mvf_from_i(mvi v) { return _mm256_cvtepi32_ps(v); }
 /* the 8 int8 at p as f32 */
 MV_AI mvf mvf_from_s8x(const int8_t *p) {

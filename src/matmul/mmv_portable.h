@@ -103,6 +103,12 @@ MV_AI float mvf_hsum(mvf v) {
         for (int l = 0; l < w; l++) t[l] = t[l] + t[l + w];
     return t[0];
 }
+/* the largest lane (no lane NaN) */
+MV_AI float mvf_hmax(mvf v) {
+    float m = v[0];
+    for (int l = 1; l < MV_L; l++) m = v[l] > m ? v[l] : m;
+    return m;
+}
 MV_AI mvf mvf_from_i(mvi v) { return __builtin_convertvector(v, mvf); }
 /* the MV_L int8 at p as f32 */
 MV_AI mvf mvf_from_s8x(const int8_t *p) {
