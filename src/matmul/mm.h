@@ -50,7 +50,6 @@ typedef struct qtk__mmw {
     const uint8_t *sb;      /* the first stored scale */
     qtk_dtype sdt;          /* stored scale dtype */
     unsigned ssz;           /* bytes per stored scale */
-    size_t ns;              /* stored scales in all (0: read none past a row's own) */
     bool two_level;
     float global;           /* two-level global scale (1 otherwise) */
     size_t R, C;            /* tensor shape */

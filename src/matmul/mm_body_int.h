@@ -184,8 +184,9 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
         st++;                                                                                                          \
     } while (0)
     for (; st + 2 <= nfull;) { /* two chains of accumulators */
-        /* a line of the weights QTK__MM_PF_BYTES ahead (rows follow each other in memory):
-         * in DRAM the hardware prefetcher alone falls behind a kernel that also computes */
+        /* the weights QTK__MM_PF_BYTES ahead (rows follow each other in memory): in DRAM the
+         * hardware prefetcher alone falls behind a kernel that also computes. One line an
+         * iteration; both of a 64-byte pair for 4- and 2-bit weights (8-bit: no gain) */
         mv_prefetch(row + st * MV_B + QTK__MM_PF_BYTES);
         if (MV_B == 64 && dk_per(ik) >= 2) mv_prefetch(row + st * MV_B + QTK__MM_PF_BYTES + 64);
         STEP(0, row + st * MV_B);

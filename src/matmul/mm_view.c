@@ -43,7 +43,6 @@ void qtk__mmw_init(qtk__mmw *w, const qtk__plan *p, const uint8_t *bytes) {
     w->sb = bytes + p->L.scales_offset;
     w->sdt = p->L.scale_dtype;
     w->ssz = qtk__scale_size(w->sdt);
-    w->ns = p->L.n_scales;
     w->two_level = p->two_level;
     w->global = p->L.global_bytes ? qtk__bits_f32(qtk__ld32(bytes + p->L.global_offset)) : 1.0f;
     w->R = p->L.shape[0];

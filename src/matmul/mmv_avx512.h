@@ -57,13 +57,7 @@ MV_AI float mvf_hsum(mvf v) {
     return _mm_cvtss_f32(s);
 }
 /* the largest lane (no lane NaN) */
-MV_AI float mvf_hmax(mvf v) {
-    __m256 h = _mm256_max_ps(_mm512_castps512_ps256(v), _mm512_extractf32x8_ps(v, 1));
-    __m128 s = _mm_max_ps(_mm256_castps256_ps128(h), _mm256_extractf128_ps(h, 1));
-    s = _mm_max_ps(s, _mm_movehl_ps(s, s));
-    s = _mm_max_ss(s, _mm_movehdup_ps(s));
-    return _mm_cvtss_f32(s);
-}
+MV_AI float mvf_hmax(mvf v) { return _mm512_reduce_max_ps(v); }
 MV_AI mvf mvf_from_i(mvi v) { return _mm512_cvtepi32_ps(v); }
 MV_AI mvf mvf_perm(mvf v, mvi idx) { return _mm512_permutexvar_ps(idx, v); }
 MV_AI mvf mvf_bits(mvi v) { return _mm512_castsi512_ps(v); }
