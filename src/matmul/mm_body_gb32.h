@@ -45,7 +45,7 @@ MV_AI GB_IT void GB_SFX(gb_rows32_m)(const qtk__gfmt f, const size_t M, const bo
                     MV_UNROLL
                     for (unsigned v = 0; v < 8 / MV_L; v++) {
                         const size_t nv = gb_lanes_of(nbb, v);
-                        const mvi w = mvi_gather32s(blk0 + (size_t)v * MV_L * bytes, (int)bytes, nv);
+                        const mvi w = mvi_gather32s_st(blk0 + (size_t)v * MV_L * bytes, (int)bytes, nv);
                         const mvf sx = mvf_load_n(c->xs + m * c->xs_ld + b0 + v * MV_L, nv);
                         mvi I = mvi_loadu(isum + v * MV_L);
                         mvf ad = mvf_mul(mvf_f16_lo(w), sx);

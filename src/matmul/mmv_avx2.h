@@ -258,6 +258,15 @@ MV_AI mvi mvi_gather32s(const uint8_t *base, int stride, size_t n) {
     const __m256i idx = _mm256_mullo_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(stride));
     return _mm256_mask_i32gather_epi32(_mm256_setzero_si256(), (const int *)(const void *)base, idx, mv_first_mask(n), 1);
 }
+/* the same by eight scalar loads through the stack: Zen 3's vpgatherdd takes longer where
+ * gathers come once per 8 blocks of 32 (the 32-element types: Q4_1 GEMV 0.84x the time),
+ * not where they come once per 8 blocks of 256 (the K types: Q3_K 1.05x, so they gather) */
+MV_AI mvi mvi_gather32s_st(const uint8_t *base, int stride, size_t n) {
+    if (n < 8) return mvi_gather32s(base, stride, n);
+    int32_t v[8];
+    for (int l = 0; l < 8; l++) memcpy(&v[l], base + l * stride, 4);
+    return _mm256_loadu_si256((const __m256i *)(const void *)v);
+}
 /* the f16 in the low (hi: high) 16 bits of each 32-bit lane, as f32 */
 MV_AI mvf mvf_f16_lo(mvi w) {
     __m256i p = _mm256_packus_epi32(_mm256_and_si256(w, _mm256_set1_epi32(0xffff)), _mm256_setzero_si256());

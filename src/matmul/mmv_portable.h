@@ -457,6 +457,8 @@ MV_AI mvi mvi_gather32s(const uint8_t *base, int stride, size_t n) {
     MV_LANES r[l_] = (size_t)l_ < n ? (int32_t)qtk__ld32(base + (ptrdiff_t)l_ * stride) : 0;
     return r;
 }
+/* the same (AVX2's loads where the gather would cost more) */
+MV_AI mvi mvi_gather32s_st(const uint8_t *base, int stride, size_t n) { return mvi_gather32s(base, stride, n); }
 /* the f16 in the low (hi: high) 16 bits of each 32-bit lane, as f32 */
 MV_AI mvf mvf_f16_lo(mvi w) {
     mvf r = {0};
