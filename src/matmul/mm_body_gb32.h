@@ -38,6 +38,14 @@ MV_AI GB_IT void GB_SFX(gb_rows32_m)(const qtk__gfmt f, const size_t M, const bo
                         a[mi][bb] = s;
                     }
                 }
+                /* the blocks' d (and m) as f32, for every row of x */
+                mvf wd[8 / MV_L], wm[8 / MV_L];
+                MV_UNROLL
+                for (unsigned v = 0; v < 8 / MV_L; v++) {
+                    const mvi w = mvi_gather32s_st(blk0 + (size_t)v * MV_L * bytes, (int)bytes, gb_lanes_of(nbb, v));
+                    wd[v] = mvf_f16_lo(w);
+                    wm[v] = affine ? mvf_f16_hi(w) : mvf_zero();
+                }
                 for (size_t mi = 0; mi < mc; mi++) {
                     const size_t m = m0 + mi;
                     int32_t isum[8];
@@ -45,16 +53,15 @@ MV_AI GB_IT void GB_SFX(gb_rows32_m)(const qtk__gfmt f, const size_t M, const bo
                     MV_UNROLL
                     for (unsigned v = 0; v < 8 / MV_L; v++) {
                         const size_t nv = gb_lanes_of(nbb, v);
-                        const mvi w = mvi_gather32s_st(blk0 + (size_t)v * MV_L * bytes, (int)bytes, nv);
                         const mvf sx = mvf_load_n(c->xs + m * c->xs_ld + b0 + v * MV_L, nv);
                         mvi I = mvi_loadu(isum + v * MV_L);
-                        mvf ad = mvf_mul(mvf_f16_lo(w), sx);
+                        mvf ad = mvf_mul(wd[v], sx);
                         if (clamp) ad = mvf_clamp_finite(ad);
                         if (f == QTK__GF_Q5_0) /* the value is the field - 16 */
                             I = mvi_sub(I, mvi_slli(mvi_load32_n(c->xli + m * nb + b0 + v * MV_L, nv), 4));
                         mvf t = mvf_mul(ad, mvf_from_i(I));
                         if (affine) {
-                            mvf bm = mvf_mul(mvf_f16_hi(w), sx);
+                            mvf bm = mvf_mul(wm[v], sx);
                             if (clamp) bm = mvf_clamp_finite(bm);
                             t = mvf_add(t, mvf_mul(bm, mvf_load_n(c->xlf + m * nb + b0 + v * MV_L, nv)));
                         }
