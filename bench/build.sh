@@ -3,7 +3,7 @@
 #
 #   bench/build.sh GGML_SRC [GGML_BUILD]
 #
-# GGML_SRC is a ggml source tree (ggml-org/ggml; the figures in docs/matmul.md are for commit
+# GGML_SRC is a ggml source tree (ggml-org/ggml; the figures in docs/performance.md are for commit
 # d99724f2). GGML_BUILD is a directory where that tree was built as shared libraries
 # (libggml.so, libggml-base.so, libggml-cpu.so under GGML_BUILD/src); without it the script
 # configures and builds ggml itself (Release, GGML_NATIVE=ON, no OpenMP) under $OUT/ggml.
