@@ -68,6 +68,7 @@ static inline uint16_t qtk__ld16(const uint8_t *p) { return (uint16_t)(p[0] | (p
 static inline uint32_t qtk__ld32(const uint8_t *p) {
     return (uint32_t)p[0] | ((uint32_t)p[1] << 8) | ((uint32_t)p[2] << 16) | ((uint32_t)p[3] << 24);
 }
+static inline uint64_t qtk__ld64(const uint8_t *p) { return (uint64_t)qtk__ld32(p) | (uint64_t)qtk__ld32(p + 4) << 32; }
 static inline void qtk__st16(uint8_t *p, uint16_t v) {
     p[0] = (uint8_t)v;
     p[1] = (uint8_t)(v >> 8);

@@ -25,9 +25,33 @@ MV_AI const uint16_t *lat_index(const qtk__gfmt f, const uint8_t *b, uint16_t *i
     return ix;
 }
 
+/* The sub-scales 2 s + 1 of a block of a type that packs them by nibbles or 3-bit fields (IQ2_XS,
+ * IQ2_S, IQ3_S, IQ1_M), one per 16 elements (IQ3_S: one per 32, given to both its 16s): the first
+ * 16 of 32-group k at byte k, the second at byte 8 + k, as 16 bytes for mvi_pick_sc16; by shifts
+ * and masks on u64, once per block. (The other types keep one per 32 beside fields their vectors
+ * read anyway; lat_vec makes theirs.) */
+MV_AI mvi lat_scales(const qtk__gfmt f, const uint8_t *b) {
+    const uint64_t m4 = 0x0f0f0f0f0f0f0f0full, m3 = 0x0007000700070007ull, one = 0x0101010101010101ull;
+    uint64_t lo, hi;
+    if (f == QTK__GF_IQ1_M) { /* u16 j: the 16s of 32-groups 2 j and 2 j + 1 in four 3-bit fields (its top nibble: d's) */
+        const uint64_t x = qtk__ld64(b + 48);
+        lo = (x & m3) | (x >> 6 & m3) << 8, hi = (x >> 3 & m3) | (x >> 9 & m3) << 8;
+    } else if (f == QTK__GF_IQ3_S) { /* a nibble per 32, in order: spread to bytes */
+        uint64_t x = qtk__ld32(b + 106);
+        x = (x | x << 16) & 0x0000ffff0000ffffull;
+        x = (x | x << 8) & 0x00ff00ff00ff00ffull;
+        hi = lo = (x | x << 4) & m4;
+    } else { /* a byte per 32: its low nibble the first 16's, its high one the second's */
+        const uint64_t x = qtk__ld64(b + (f == QTK__GF_IQ2_XS ? 66 : 74));
+        lo = x & m4, hi = x >> 4 & m4;
+    }
+    return mvi_from_u64x2(lo << 1 | one, hi << 1 | one);
+}
+
 /* Vector i of a block (elements i MV_B .. + MV_B): the magnitudes of its coordinates *u
  * (unsigned bytes) and *sg, bytes whose sign is theirs (for mvi_sign8 of x: -1 or +1 as a mask,
- * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements;
+ * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements (the
+ * exact path's, and the fast path's for the types without lat_scales);
  * ix the block's indices from lat_index, or NULL: IQ1_M's indices and deltas then made per 8. */
 MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
                    mvi *u, mvi *sg, int16_t *sc2) {
@@ -111,13 +135,21 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
 #endif
 }
 
-/* a + vector i of a block times the int8 activations xq of its 256 (sub-scales applied) */
-MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
-                   const int8_t *xq, mvi a) {
+/* Whether a type's sub-scales come from lat_scales */
+#define LAT_SCALES(f) ((f) == QTK__GF_IQ2_XS || (f) == QTK__GF_IQ2_S || (f) == QTK__GF_IQ3_S || (f) == QTK__GF_IQ1_M)
+/* Vector i's sub-scales as int16: picked from the block's (lat_scales, sc), which took 0.84-0.96x
+ * the time of making them per vector on Zen 3 (GEMV, 4096 x 4096); else lat_vec's sc2 */
+MV_AI mvi lat_sc16(const qtk__gfmt f, mvi sc, const int16_t *sc2, unsigned i) {
+    return LAT_SCALES(f) ? mvi_pick_sc16(sc, i) : mvi_bcast16x(sc2);
+}
+
+/* a + vector i of a block times the int8 activations xq of its 256, by its sub-scales (lat_sc16) */
+MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, mvi sc,
+                   unsigned i, const int8_t *xq, mvi a) {
     int16_t sc2[2];
     mvi u, q;
     lat_vec(f, b, ix, T, i, &u, &q, sc2);
-    return mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
+    return mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), lat_sc16(f, sc, sc2, i)));
 }
 
 /* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles) times dmul, exact. */
@@ -151,21 +183,23 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
                     uint16_t ixb[32];
                     const uint16_t *ix = lat_index(f, blk, ixb);
+                    const mvi sc = LAT_SCALES(f) ? lat_scales(f, blk) : mvi_zero();
                     /* one row of x: each vector used at once, none kept; the loop unrolled in full
                      * but for IQ2_XS, whose unrolled loop spills (2x slower on Zen 4; by 2: 1.15x faster
-                     * than keeping the block's vectors) */
+                     * than keeping the block's vectors); the full loop written out here, as through
+                     * lat_dot1 GCC spilled in it (IQ2_XXS, IQ3_XXS, IQ1_S: 1.07-1.18x the time on Zen 3) */
                     if (M == 1) {
                         mvi a = mvi_zero();
                         if (f == QTK__GF_IQ2_XS) {
                             _Pragma("GCC unroll 2")
-                            for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, ix, T, i, xq, a);
+                            for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, ix, T, sc, i, xq, a);
                         } else {
                             MV_UNROLL
                             for (unsigned i = 0; i < LAT_NV; i++) {
                                 int16_t sc2[2];
                                 mvi u, q;
                                 lat_vec(f, blk, ix, T, i, &u, &q, sc2);
-                                a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), mvi_bcast16x(sc2)));
+                                a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), lat_sc16(f, sc, sc2, i)));
                             }
                         }
                         ai[0][bb] = a;
@@ -176,7 +210,7 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     for (unsigned i = 0; i < LAT_NV; i++) {
                         int16_t sc2[2];
                         lat_vec(f, blk, ix, T, i, &u[i], &q[i], sc2);
-                        s16[i] = mvi_bcast16x(sc2);
+                        s16[i] = lat_sc16(f, sc, sc2, i);
                     }
                     for (size_t mi = 0; mi < mc; mi++) {
                         const int8_t *xm = xq + mi * c->kq;

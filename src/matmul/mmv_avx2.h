@@ -204,6 +204,23 @@ MV_AI mvi mvi_nibtop_groups(uint32_t m) {
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
 }
 
+/* the 16 bytes lo, hi (little-endian) in both 16-byte lanes */
+MV_AI mvi mvi_from_u64x2(uint64_t lo, uint64_t hi) {
+    return _mm256_broadcastsi128_si256(_mm_set_epi64x((long long)hi, (long long)lo));
+}
+/* Vector i's sub-scales from s, 16 bytes (mvi_from_u64x2) holding one per 16 elements, the
+ * first 16 of 32-group k at byte k, the second at byte 8 + k: as int16, byte i in the low lane's
+ * eight words and byte 8 + i in the high lane's (i < 8; one vpshufb, its pattern from a table) */
+MV_AI mvi mvi_pick_sc16(mvi s, unsigned i) {
+#define MV_W8_(x) x, 0x80, x, 0x80, x, 0x80, x, 0x80, x, 0x80, x, 0x80, x, 0x80, x, 0x80
+#define MV_SCP_(i) {MV_W8_(i), MV_W8_(8 + i)}
+    static const uint8_t pat[8][32] __attribute__((aligned(32))) = {MV_SCP_(0), MV_SCP_(1), MV_SCP_(2), MV_SCP_(3),
+                                                                    MV_SCP_(4), MV_SCP_(5), MV_SCP_(6), MV_SCP_(7)};
+#undef MV_SCP_
+#undef MV_W8_
+    return _mm256_shuffle_epi8(s, _mm256_load_si256((const __m256i *)(const void *)pat[i]));
+}
+
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in both 16-byte lanes */
 MV_AI mvi mvi_set16x8u(const uint8_t *p) {
     return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)p)));

@@ -391,6 +391,27 @@ MV_AI mvi mvi_nibtop_groups(uint32_t m) {
     return mv_i(r);
 }
 
+/* the 16 bytes lo, hi (little-endian) in every 16-byte lane */
+MV_AI mvi mvi_from_u64x2(uint64_t lo, uint64_t hi) {
+    mvub_ r = {0};
+    MV_BYTES r[b_] = (uint8_t)((b_ & 8 ? hi : lo) >> (8 * (b_ & 7)));
+    mvi v;
+    memcpy(&v, &r, sizeof v);
+    return v;
+}
+/* Vector i's sub-scales from s (mvi_from_u64x2's 16 bytes: one per 16 elements, the first 16 of
+ * 32-group k at byte k, the second at byte 8 + k), as int16: each word that of its 16 elements */
+MV_AI mvi mvi_pick_sc16(mvi s, unsigned i) {
+    mvub_ b;
+    memcpy(&b, &s, sizeof b);
+    mvh_ r = {0};
+    for (unsigned w = 0; w < 2 * MV_L; w++) {
+        const unsigned g = i * (MV_B / 16) + w / 8; /* its 16 within the block */
+        r[w] = b[8 * (g % 2) + g / 2];
+    }
+    return mv_ih(r);
+}
+
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in every 16-byte lane */
 MV_AI mvi mvi_set16x8u(const uint8_t *p) {
     mvh_ r = {0};
