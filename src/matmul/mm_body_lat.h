@@ -143,12 +143,15 @@ MV_AI mvi lat_sc16(const qtk__gfmt f, mvi sc, const int16_t *sc2, unsigned i) {
     return LAT_SCALES(f) ? mvi_pick_sc16(sc, i) : mvi_bcast16x(sc2);
 }
 
-/* a + vector i of a block times the int8 activations xq of its 256, by its sub-scales (lat_sc16) */
+/* a + vector i of a block times the int8 activations xq of its 256, by its sub-scales (lat_sc16);
+ * IQ2_XS's signs from s7, the block's sign bytes made 16 codes at a time (0.93x the time of a u64
+ * sign row per 8 on Zen 3, GEMV 4096 x 4096) */
 MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, mvi sc,
-                   unsigned i, const int8_t *xq, mvi a) {
+                   const mvsg *s7, unsigned i, const int8_t *xq, mvi a) {
     int16_t sc2[2];
     mvi u, q;
     lat_vec(f, b, ix, T, i, &u, &q, sc2);
+    if (f == QTK__GF_IQ2_XS) q = mvsg_vec(*s7, i);
     return mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), lat_sc16(f, sc, sc2, i)));
 }
 
@@ -191,8 +194,9 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     if (M == 1) {
                         mvi a = mvi_zero();
                         if (f == QTK__GF_IQ2_XS) {
+                            const mvsg s7 = mvsg_signs7(blk + 2);
                             _Pragma("GCC unroll 2")
-                            for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, ix, T, sc, i, xq, a);
+                            for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, ix, T, sc, &s7, i, xq, a);
                         } else {
                             MV_UNROLL
                             for (unsigned i = 0; i < LAT_NV; i++) {

@@ -221,6 +221,29 @@ MV_AI mvi mvi_pick_sc16(mvi s, unsigned i) {
     return _mm256_shuffle_epi8(s, _mm256_load_si256((const __m256i *)(const void *)pat[i]));
 }
 
+/* A block's 32 sign bytes of 7 stored bits (bits 9-15 of the u16 codes at p) and their parity as
+ * bit 7 (ggml's ksigns_iq2xs), group g's at byte g: the parity of the nibble s ^ s >> 4 by one
+ * byte shuffle, 16 codes at a time */
+typedef __m256i mvsg;
+MV_AI mvsg mvsg_signs7(const uint8_t *p) {
+    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0, -128,
+                                         -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    const __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    const __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+    __m256i s0 = _mm256_srli_epi16(c0, 9), s1 = _mm256_srli_epi16(c1, 9);
+    s0 = _mm256_or_si256(s0, _mm256_shuffle_epi8(par, _mm256_xor_si256(s0, _mm256_srli_epi16(c0, 13))));
+    s1 = _mm256_or_si256(s1, _mm256_shuffle_epi8(par, _mm256_xor_si256(s1, _mm256_srli_epi16(c1, 13))));
+    return _mm256_permute4x64_epi64(_mm256_packus_epi16(s0, s1), 0xd8);
+}
+/* vector i's sign bytes from s: -1 where bit j of group g's byte is set, else +1 (g = 4 i + j / 8) */
+MV_AI mvi mvsg_vec(mvsg s, unsigned i) {
+    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3,
+                                          3, 3, 3, 3);
+    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
+    const __m256i v = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(s, _mm256_set1_epi32((int)i)), shuf);
+    return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits), _mm256_set1_epi8(1));
+}
+
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in both 16-byte lanes */
 MV_AI mvi mvi_set16x8u(const uint8_t *p) {
     return _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64((const __m128i *)(const void *)p)));

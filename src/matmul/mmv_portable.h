@@ -412,6 +412,26 @@ MV_AI mvi mvi_pick_sc16(mvi s, unsigned i) {
     return mv_ih(r);
 }
 
+/* A block's 32 sign bytes of 7 stored bits (bits 9-15 of the u16 codes at p) and their parity as
+ * bit 7 (ggml's ksigns_iq2xs), group g's at byte g */
+typedef struct {
+    uint8_t b[32];
+} mvsg;
+MV_AI mvsg mvsg_signs7(const uint8_t *p) {
+    mvsg r;
+    for (unsigned g = 0; g < 32; g++) {
+        const unsigned s = (unsigned)(p[2 * g + 1] >> 1);
+        r.b[g] = (uint8_t)(s | (unsigned)__builtin_parity(s) << 7);
+    }
+    return r;
+}
+/* vector i's sign bytes from s: -1 where bit j % 8 of group g's byte is set, else +1 (g = i MV_B / 8 + j / 8) */
+MV_AI mvi mvsg_vec(mvsg s, unsigned i) {
+    mvb_ r = {0};
+    MV_BYTES r[b_] = (s.b[(i * MV_B + b_) / 8 % 32] >> (b_ % 8)) & 1u ? -1 : 1;
+    return mv_i(r);
+}
+
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in every 16-byte lane */
 MV_AI mvi mvi_set16x8u(const uint8_t *p) {
     mvh_ r = {0};
