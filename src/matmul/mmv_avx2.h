@@ -172,14 +172,17 @@ MV_AI mvi mvi_bcast16x(const int16_t *s) { return _mm256_set_m128i(_mm_set1_epi1
 MV_AI mvi mvi_load16x2(const uint8_t *p) { return _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)p)); }
 /* the low half of a, the high half of b */
 MV_AI mvi mvi_half_blend(mvi a, mvi b) { return _mm256_permute2x128_si256(a, b, 0x30); }
-/* byte j is 0xff when bit j of m is set, else 0: byte j / 8 of m into byte j, tested against bit j % 8 */
-MV_AI mvi mvi_bitmask_bytes(uint32_t m) {
+/* byte j is 0xff when bit j of m is set, else 0, for v whose every 32-bit lane holds m: byte j / 8
+ * of m into byte j, tested against bit j % 8 (mvi_bitmask_bytes, mvsg_vec) */
+MV_AI mvi mv_bitmask_bytes_v(__m256i v) {
     const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3,
                                           3, 3, 3, 3);
     const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), shuf);
+    v = _mm256_shuffle_epi8(v, shuf);
     return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
 }
+/* the same of m */
+MV_AI mvi mvi_bitmask_bytes(uint32_t m) { return mv_bitmask_bytes_v(_mm256_set1_epi32((int)m)); }
 
 /* out[n] = lo[n] | (nibble n of nib, low 3 bits) << 8 for n < 32 (nibble 2 j the low one of byte j) */
 MV_AI void mv_idx_nib3(const uint8_t *lo, const uint8_t *nib, uint16_t *out) {
@@ -237,11 +240,7 @@ MV_AI mvsg mvsg_signs7(const uint8_t *p) {
 }
 /* vector i's sign bytes from s: -1 where bit j of group g's byte is set, else +1 (g = 4 i + j / 8) */
 MV_AI mvi mvsg_vec(mvsg s, unsigned i) {
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3,
-                                          3, 3, 3, 3);
-    const __m256i bits = _mm256_set1_epi64x((long long)0x8040201008040201ull);
-    const __m256i v = _mm256_shuffle_epi8(_mm256_permutevar8x32_epi32(s, _mm256_set1_epi32((int)i)), shuf);
-    return _mm256_or_si256(_mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits), _mm256_set1_epi8(1));
+    return _mm256_or_si256(mv_bitmask_bytes_v(_mm256_permutevar8x32_epi32(s, _mm256_set1_epi32((int)i))), _mm256_set1_epi8(1));
 }
 
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in both 16-byte lanes */
