@@ -9,6 +9,7 @@
 
 #include "common/internal.h"
 #include "gblock/gblock.h"
+#include "matmul/mm.h"
 #include "qtk_matmul.h"
 
 #include <math.h>
@@ -338,7 +339,9 @@ static void reference(const float *w, const float *x, size_t M, size_t N, size_t
 }
 
 static void matmul(void) {
-    enum { N = 40, K = 768, M = 3 };
+    /* M > 8: the integer kernels take rows of x 8 at a time (fast: the scalar level's integer kernel
+     * too, which it runs up to 8 rows of x unless told otherwise) */
+    enum { N = 40, K = 768, M = 11 };
     static const qtk_isa isas[] = {QTK_ISA_SCALAR, QTK_ISA_PORTABLE, QTK_ISA_AVX2, QTK_ISA_AVX512, QTK_ISA_NEON};
     float *x = malloc(M * K * sizeof *x), *w = malloc(N * K * sizeof *w), *y = malloc(M * N * sizeof *y),
           *y0 = malloc(M * N * sizeof *y0);
@@ -360,6 +363,7 @@ static void matmul(void) {
         reference(w, x, M, N, K, ref, mag);
         for (int fast = 0; fast < 2; fast++) {
             bool first = true;
+            qtk__mm_set_hooks(fast ? QTK__MM_HOOK_INT_ANY_M : 0);
             for (size_t li = 0; li < sizeof isas / sizeof isas[0]; li++) {
                 if (qtk_set_isa(isas[li]) != QTK_OK) {
                     qtk_clear_error();
@@ -390,6 +394,7 @@ static void matmul(void) {
                 }
             }
             qtk_set_isa(QTK_ISA_AUTO);
+            qtk__mm_set_hooks(0);
         }
         for (int fast = 0; fast < 2; fast++) { /* the lattice kernels run (exact: up to 8 rows of x) */
             const char *kn = NULL;

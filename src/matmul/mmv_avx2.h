@@ -196,6 +196,25 @@ MV_AI void mv_idx_nib3(const uint8_t *lo, const uint8_t *nib, uint16_t *out) {
     _mm_storeu_si128((__m128i *)(void *)(out + 24), _mm_unpackhi_epi8(l1, n1));
 }
 
+/* out[n] = lo[n] | (3-bit field n % 4 of u16 n / 4 of w) << 8 for n < 32: each u16 put in its 4
+ * lanes by a byte shuffle, its fields brought to bits 8..10 by a multiply (x 2^8, 2^5, 2^2: low
+ * half; x 2^15: high half, a shift right by 1) */
+MV_AI void mv_idx_f3x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
+    const __m256i W = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)w));
+    const __m256i ml = _mm256_setr_epi16(256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0, 256, 32, 4, 0);
+    const __m256i mh = _mm256_setr_epi16(0, 0, 0, -32768, 0, 0, 0, -32768, 0, 0, 0, -32768, 0, 0, 0, -32768);
+    const __m256i m = _mm256_set1_epi16(0x700);
+    for (unsigned h = 0; h < 2; h++) {
+        const char a = (char)(8 * h), b = (char)(8 * h + 1), c = (char)(8 * h + 2), d = (char)(8 * h + 3);
+        const char e = (char)(8 * h + 4), f = (char)(8 * h + 5), g = (char)(8 * h + 6), i = (char)(8 * h + 7);
+        const __m256i r = _mm256_shuffle_epi8(W, _mm256_setr_epi8(a, b, a, b, a, b, a, b, c, d, c, d, c, d, c, d, e, f, e, f, e,
+                                                                   f, e, f, g, i, g, i, g, i, g, i));
+        const __m256i fl = _mm256_and_si256(_mm256_or_si256(_mm256_mullo_epi16(r, ml), _mm256_mulhi_epu16(r, mh)), m);
+        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(lo + 16 * h)));
+        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * h), _mm256_or_si256(fl, q));
+    }
+}
+
 /* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (the byte of nibbles
  * j / 16 into each 8 bytes, tested against 0x08 or 0x80) */
 MV_AI mvi mvi_nibtop_groups(uint32_t m) {
@@ -221,6 +240,17 @@ MV_AI mvi mvi_pick_sc16(mvi s, unsigned i) {
                                                                     MV_SCP_(4), MV_SCP_(5), MV_SCP_(6), MV_SCP_(7)};
 #undef MV_SCP_
 #undef MV_W8_
+    return _mm256_shuffle_epi8(s, _mm256_load_si256((const __m256i *)(const void *)pat[i]));
+}
+
+/* The same as bytes: byte i in the low lane's 16 bytes and byte 8 + i in the high lane's */
+MV_AI mvi mvi_pick_sc8(mvi s, unsigned i) {
+#define MV_B16_(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
+#define MV_SCP_(i) {MV_B16_(i), MV_B16_(8 + i)}
+    static const uint8_t pat[8][32] __attribute__((aligned(32))) = {MV_SCP_(0), MV_SCP_(1), MV_SCP_(2), MV_SCP_(3),
+                                                                    MV_SCP_(4), MV_SCP_(5), MV_SCP_(6), MV_SCP_(7)};
+#undef MV_SCP_
+#undef MV_B16_
     return _mm256_shuffle_epi8(s, _mm256_load_si256((const __m256i *)(const void *)pat[i]));
 }
 

@@ -384,6 +384,24 @@ MV_AI void mv_idx_nib3(const uint8_t *lo, const uint8_t *nib, uint16_t *out) {
     for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((nib[n / 2] >> (4 * (n % 2))) & 7u) << 8);
 }
 
+/* The same as bytes: each byte that of its 16 elements */
+MV_AI mvi mvi_pick_sc8(mvi s, unsigned i) {
+    mvub_ b, r;
+    memcpy(&b, &s, sizeof b);
+    MV_BYTES {
+        const unsigned g = i * (MV_B / 16) + (unsigned)b_ / 16;
+        r[b_] = b[8 * (g % 2) + g / 2];
+    }
+    mvi v;
+    memcpy(&v, &r, sizeof v);
+    return v;
+}
+
+/* out[n] = lo[n] | (3-bit field n % 4 of u16 n / 4 of w) << 8 for n < 32 */
+MV_AI void mv_idx_f3x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
+    for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((qtk__ld16(w + 2 * (n / 4)) >> (3 * (n % 4))) & 7u) << 8);
+}
+
 /* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (bytes from 64 on: 0) */
 MV_AI mvi mvi_nibtop_groups(uint32_t m) {
     mvb_ r = {0};
