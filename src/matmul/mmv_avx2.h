@@ -215,6 +215,38 @@ MV_AI void mv_idx_f3x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     }
 }
 
+/* out[n] = lo[n] | (2-bit field n % 4 of byte n / 4 of w) << 8 for n < 32: each byte put in its 4
+ * lanes by a byte shuffle, its fields brought to bits 8..9 by a multiply (x 2^8, 2^6, 2^4, 2^2) */
+MV_AI void mv_idx_f2x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
+    const __m256i W = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)w));
+    const __m256i ml = _mm256_setr_epi16(256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4, 256, 64, 16, 4);
+    const __m256i m = _mm256_set1_epi16(0x300);
+    for (unsigned h = 0; h < 2; h++) {
+        const char a = (char)(4 * h), b = (char)(4 * h + 1), c = (char)(4 * h + 2), d = (char)(4 * h + 3), z = (char)0x80;
+        const __m256i r = _mm256_shuffle_epi8(W, _mm256_setr_epi8(a, z, a, z, a, z, a, z, b, z, b, z, b, z, b, z, c, z, c, z, c,
+                                                                   z, c, z, d, z, d, z, d, z, d, z));
+        const __m256i fl = _mm256_and_si256(_mm256_mullo_epi16(r, ml), m);
+        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(lo + 16 * h)));
+        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * h), _mm256_or_si256(fl, q));
+    }
+}
+
+/* out[n] = lo[n] | (bit n % 8 of byte n / 8 of w) << 8 for n < 64: each byte put in its 8 lanes by
+ * a byte shuffle, its bits brought to bit 8 by a multiply (x 2^8 .. 2^1) */
+MV_AI void mv_idx_b1x8(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
+    const __m256i W = _mm256_broadcastsi128_si256(_mm_loadl_epi64((const __m128i *)(const void *)w));
+    const __m256i ml = _mm256_setr_epi16(256, 128, 64, 32, 16, 8, 4, 2, 256, 128, 64, 32, 16, 8, 4, 2);
+    const __m256i m = _mm256_set1_epi16(0x100);
+    for (unsigned h = 0; h < 4; h++) {
+        const char a = (char)(2 * h), b = (char)(2 * h + 1), z = (char)0x80;
+        const __m256i r = _mm256_shuffle_epi8(W, _mm256_setr_epi8(a, z, a, z, a, z, a, z, a, z, a, z, a, z, a, z, b, z, b, z, b,
+                                                                   z, b, z, b, z, b, z, b, z, b, z));
+        const __m256i fl = _mm256_and_si256(_mm256_mullo_epi16(r, ml), m);
+        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(lo + 16 * h)));
+        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * h), _mm256_or_si256(fl, q));
+    }
+}
+
 /* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (the byte of nibbles
  * j / 16 into each 8 bytes, tested against 0x08 or 0x80) */
 MV_AI mvi mvi_nibtop_groups(uint32_t m) {

@@ -397,6 +397,16 @@ MV_AI mvi mvi_pick_sc8(mvi s, unsigned i) {
     return v;
 }
 
+/* out[n] = lo[n] | (2-bit field n % 4 of byte n / 4 of w) << 8 for n < 32 */
+MV_AI void mv_idx_f2x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
+    for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((w[n / 4] >> (2 * (n % 4))) & 3u) << 8);
+}
+
+/* out[n] = lo[n] | (bit n % 8 of byte n / 8 of w) << 8 for n < 64 */
+MV_AI void mv_idx_b1x8(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
+    for (unsigned n = 0; n < 64; n++) out[n] = (uint16_t)(lo[n] | ((w[n / 8] >> (n % 8)) & 1u) << 8);
+}
+
 /* out[n] = lo[n] | (3-bit field n % 4 of u16 n / 4 of w) << 8 for n < 32 */
 MV_AI void mv_idx_f3x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((qtk__ld16(w + 2 * (n / 4)) >> (3 * (n % 4))) & 7u) << 8);
