@@ -40,6 +40,34 @@ static void random_block(const qtk__gb_fmt *F, uint8_t *b) {
     }
 }
 
+/* IQ1's largest integer sums: every group on the grid row with the most +1 coordinates, the
+ * largest sub-scales, delta +1/8, d = 1 (met by activations all +1: each term 8 x 127 x 15 x 9) */
+static void iq1_extreme_block(const qtk__gb_fmt *F, uint8_t *b) {
+    const qtk__lattice_grids *T = qtk__lattice();
+    unsigned best = 0, bn = 0;
+    for (unsigned i = 0; i < 2048; i++) {
+        unsigned n = 0;
+        for (unsigned j = 0; j < 8; j++) n += T->iq1s[i][j] == 1;
+        if (n > bn) bn = n, best = i;
+    }
+    memset(b, 0, F->bytes);
+    if (F->f == QTK__GF_IQ1_S) { /* d, qs[32], qh[8]: 4 x 3 index bits, 3 sub-scale bits, the delta's sign */
+        b[1] = 0x3c;
+        for (unsigned k = 0; k < 8; k++) {
+            unsigned h = 7u << 12;
+            for (unsigned l = 0; l < 4; l++) b[2 + 4 * k + l] = (uint8_t)best, h |= (best >> 8) << (3 * l);
+            b[34 + 2 * k] = (uint8_t)h, b[35 + 2 * k] = (uint8_t)(h >> 8);
+        }
+    } else { /* qs[32], qh[16] nibbles (3 index bits, the delta's sign), 4 u16: 4 x 3 sub-scale bits, d's nibble */
+        for (unsigned j = 0; j < 32; j++) b[j] = (uint8_t)best;
+        for (unsigned j = 0; j < 16; j++) b[32 + j] = (uint8_t)((best >> 8) | (best >> 8) << 4);
+        for (unsigned j = 0; j < 4; j++) {
+            const unsigned h = 0xfffu | ((0x3c00u >> (4 * j)) & 15u) << 12;
+            b[48 + 2 * j] = (uint8_t)h, b[49 + 2 * j] = (uint8_t)(h >> 8);
+        }
+    }
+}
+
 static void schemes(void) {
     for (size_t i = 0; i < N_TYPES; i++) {
         qtk_scheme s, back;
@@ -347,6 +375,8 @@ static void matmul(void) {
           *y0 = malloc(M * N * sizeof *y0);
     double *ref = malloc(M * N * sizeof *ref), *mag = malloc(M * N * sizeof *mag);
     for (size_t i = 0; i < M * K; i++) x[i] = (float)((double)(next() % 20001) / 10000.0 - 1.0);
+    float x0[K];
+    memcpy(x0, x, sizeof x0);
     for (size_t i = 0; i < N_TYPES; i++) {
         const qtk__gb_fmt *F = fmt_of(i);
         qtk_scheme s;
@@ -355,6 +385,9 @@ static void matmul(void) {
         const size_t nb = N * K / 256;
         uint8_t *bytes = malloc(nb * F->bytes);
         for (size_t b = 0; b < nb; b++) random_block(F, bytes + b * F->bytes);
+        const bool iq1 = F->f == QTK__GF_IQ1_S || F->f == QTK__GF_IQ1_M;
+        for (size_t b = 0; iq1 && b < K / 256; b++) iq1_extreme_block(F, bytes + b * F->bytes); /* row 0, for x's row 0 */
+        for (size_t k = 0; k < K; k++) x[k] = iq1 ? 1.0f : x0[k];
         size_t sh[2] = {N, K};
         qtk_tensor *t = NULL;
         CHECK_OK(qtk_tensor_from_bytes(bytes, nb * F->bytes, sh, 2, &s, &t));

@@ -16,14 +16,13 @@
 
 #define LAT_NV (256 / MV_B) /* vectors of a block */
 
-/* ix, the grid indices of a block (IQ3_S: its 64 groups of 4; else its 32 groups of 8), where a
+/* ix, the grid indices of a block (IQ3_S: its 64 groups of 4; IQ2_S: its 32 groups of 8), where a
  * type's bits are better gathered at once: made by vectors and stored, the scalar units left to
- * the loads (IQ1_M: a byte and a nibble's low 3 bits each, interleaved by vector unpacks: 0.9x the
- * time of gathering them per 8; IQ2_S: a byte and a 2-bit field, 0.94x; IQ3_S: a byte and a bit,
- * 0.96x; Zen 3, GEMV 4096 x 4096). NULL for the others, whose indices are bytes as stored. */
+ * the loads (IQ2_S: a byte and a 2-bit field, 0.94x the time of gathering them per 8; IQ3_S: a byte
+ * and a bit, 0.96x; Zen 3, GEMV 4096 x 4096; IQ1's: lat_q1_block). NULL for the others, whose
+ * indices are bytes as stored. */
 MV_AI const uint16_t *lat_index(const qtk__gfmt f, const uint8_t *b, uint16_t *ix) {
-    if (f == QTK__GF_IQ1_M) mv_idx_nib3(b, b + 32, ix);
-    else if (f == QTK__GF_IQ2_S) mv_idx_f2x4(b + 2, b + 66, ix);
+    if (f == QTK__GF_IQ2_S) mv_idx_f2x4(b + 2, b + 66, ix);
     else if (f == QTK__GF_IQ3_S) mv_idx_b1x8(b + 2, b + 66, ix);
     else return NULL;
     return ix;
@@ -56,7 +55,7 @@ MV_AI mvi lat_scales(const qtk__gfmt f, const uint8_t *b) {
  * (unsigned bytes) and *sg, bytes whose sign is theirs (for mvi_sign8 of x: -1 or +1 as a mask,
  * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements (the
  * exact path's, and the fast path's for the types without lat_scales);
- * ix the block's indices from lat_index, or NULL: IQ1_M's indices and deltas then made per 8. */
+ * ix the block's indices from lat_index, or NULL: made per 8. */
 MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
                    mvi *u, mvi *sg, int16_t *sc2) {
     uint64_t g[MV_B / 8], m[MV_B / 8] = {0}; /* m: sign rows (IQ2_XXS, IQ2_XS, IQ3_XXS), IQ1_M's per-8 deltas */
@@ -112,8 +111,8 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         }
         default: { /* IQ1_M */
             const unsigned s = qtk__ld16(b + 48 + 2 * (k / 2)) >> (6 * (k % 2)), hh = b[32 + 2 * k + l / 2] >> (4 * (l % 2));
-            memcpy(&g[t], T->iq1q[ix ? ix[4 * k + l] : b[4 * k + l] | (hh & 7u) << 8], 8);
-            m[t] = !ix && hh & 8u ? 0x0202020202020202ull : 0; /* with ix: below, 32 at a time */
+            memcpy(&g[t], T->iq1q[b[4 * k + l] | (hh & 7u) << 8], 8);
+            m[t] = hh & 8u ? 0x0202020202020202ull : 0;
             sc2[0] = (int16_t)(2 * (s & 7u) + 1), sc2[1] = (int16_t)(2 * ((s >> 3) & 7u) + 1);
             break;
         }
@@ -123,9 +122,7 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         *sg = mvi_sub8(mvi_from_u64(g), mvi_set1_8((int8_t)(2 * (qtk__ld16(b + 34 + 2 * k) >> 15))));
         *u = mvi_abs8(*sg);
     } else if (f == QTK__GF_IQ1_M) { /* a delta per 8, the top bit of its nibble: 2 less where it is -1/8 */
-        const mvi dm = ix ? mvi_and(mvi_nibtop_groups(qtk__ld32(b + 32 + i * MV_B / 16) & (MV_B == 32 ? 0xffffu : 0xffu)), mvi_set1_8(2))
-                          : mvi_from_u64(m);
-        *sg = mvi_sub8(mvi_from_u64(g), dm); /* one 16 KiB table: L1 holds it beside the stream */
+        *sg = mvi_sub8(mvi_from_u64(g), mvi_from_u64(m)); /* one 16 KiB table: L1 holds it beside the stream */
         *u = mvi_abs8(*sg);
     } else if (f == QTK__GF_IQ2_S || f == QTK__GF_IQ3_S) { /* a sign bit per element: -1 where set, else +1 */
         *u = mvi_from_u64(g);
@@ -162,17 +159,27 @@ MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
 /* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles) times dmul, exact. */
 MV_AI float lat_d(const qtk__gfmt f, const uint8_t *b, float dmul) { return mv_f16(qtk__gb_lattice_d(f, b)) * dmul; }
 
-/* IQ1_S on the integer path. Its coordinates are q = 8 g + δ (g in -1 0 1 from iq1s, δ = +-1 per
- * 32), so with X_k the sum of 32-group k's activations (c->xb)
- *   Σ_k sc_k Σ q x = 8 Σ_k sc_k Σ g x + Σ_k δ_k sc_k X_k,
- * the same integer: the first term by byte products sc x (g x) (one vpmaddubsw by the sub-scale as
- * bytes, the signs of g put on x) summed in int16 over the block (8 x 2 x 15 x 127 < 2^15), then
- * multiplied by 8 into int32; the second by one pmaddwd of X by δ sc. The block's 32 grid indices
- * are made by vectors (mv_idx_f3x4), its sub-scales as bytes and its δ sc as int16 by shifts and
- * masks on u64. On Zen 3 (GEMV 4096 x 4096) this took 0.8x the time of the coordinates 8 g + δ
- * made by vectors and multiplied by |q| with the signs on x. */
-typedef struct { mvi sc, dsc; } lat_q1s; /* sc: 2 s + 1 of 32-group k at bytes k and 8 + k; dsc: δ sc as int16 */
-MV_AI lat_q1s lat_q1s_scales(const uint8_t *b) {
+/* IQ1 on the integer path. Its coordinates are q = 8 g + δ (g in -1 0 1 from iq1s; δ = +-1 per
+ * 32 (IQ1_S) or per 8 (IQ1_M)), so with X_j the sum of group j's activations (c->xb)
+ *   Σ_k sc_k Σ q x = 8 Σ_k sc_k Σ g x + Σ_j δ_j sc_j X_j,
+ * the same integer: the first term by byte products sc x (g x) (one pmaddubsw by the sub-scales as
+ * bytes, the signs of g put on x) summed in int16 over 8 vectors (8 x 2 x 15 x 127 < 2^15), then
+ * multiplied by 8 into int32; the second once per block (IQ1_S: one pmaddwd of X by δ sc made by
+ * shifts and masks on u64; IQ1_M: mvi_q1m_delta). The block's grid indices are made by vectors
+ * (mv_idx_f3x4, mv_idx_nib3). On Zen 3 (GEMV 4096 x 4096) this took 0.84x (IQ1_S) and 0.83x (IQ1_M)
+ * the time of the coordinates 8 g + δ made in vectors and multiplied by |q| with the signs on x. */
+typedef struct {
+    mvi sc, dsc; /* sc: the sub-scales 2 s + 1 as lat_scales lays them out; dsc: IQ1_S's δ sc as int16 */
+    uint16_t ix[32];
+} lat_q1;
+MV_AI void lat_q1_block(const qtk__gfmt f, const uint8_t *b, lat_q1 *q) {
+    if (f == QTK__GF_IQ1_M) {
+        mv_idx_nib3(b, b + 32, q->ix);
+        q->sc = lat_scales(f, b);
+        q->dsc = mvi_zero();
+        return;
+    }
+    mv_idx_f3x4(b + 2, b + 34, q->ix);
     uint64_t v[2], w[2];
     for (unsigned j = 0; j < 2; j++) { /* u16 words 4 j .. 4 j + 3: bits 12-14 s, bit 15 δ = -1 */
         const uint64_t x = qtk__ld64(b + 34 + 8 * j), s = (x >> 11 & 0x000e000e000e000eull) | 0x0001000100010001ull;
@@ -181,31 +188,30 @@ MV_AI lat_q1s lat_q1s_scales(const uint8_t *b) {
         uint64_t t = (s | s >> 8) & 0x0000ffff0000ffffull; /* the words' low bytes packed */
         v[j] = (t | t >> 16) & 0xffffffffull;
     }
-    const uint64_t sc = v[0] | v[1] << 32;
-    return (lat_q1s){mvi_from_u64x2(sc, sc), mvi_from_u64x2(w[0], w[1])};
+    const uint64_t sc = v[0] | v[1] << 32; /* one per 32: both of its 16s */
+    q->sc = mvi_from_u64x2(sc, sc);
+    q->dsc = mvi_from_u64x2(w[0], w[1]);
 }
-/* vector i's Σ sc g x as int16 pairs, from the block's indices ix */
-MV_AI mvi lat_q1s_vec(const qtk__lattice_grids *T, const uint16_t *ix, unsigned i) {
+/* vector i's g, from the block's indices */
+MV_AI mvi lat_q1_vec(const qtk__lattice_grids *T, const lat_q1 *q, unsigned i) {
     uint64_t g[MV_B / 8];
     MV_UNROLL
-    for (unsigned j = 0; j < MV_B / 8; j++) memcpy(&g[j], T->iq1s[ix[i * MV_B / 8 + j]], 8);
+    for (unsigned j = 0; j < MV_B / 8; j++) memcpy(&g[j], T->iq1s[q->ix[i * MV_B / 8 + j]], 8);
     return mvi_from_u64(g);
 }
-/* the block's isum from its int16 sums a16 and the row's X (8 int16) */
-MV_AI mvi lat_q1s_sum(mvi a16, const lat_q1s *s, const int16_t *X) {
-    return mvi_add(mvi_madd16(a16, mvi_set1_16(8)), mvi_madd16(mvi_load16z(X), s->dsc));
+/* the block's isum as int32 lanes: a (the 8 Σ sc g x) and the δ terms of the row's X */
+MV_AI mvi lat_q1_sum(const qtk__gfmt f, const uint8_t *b, const lat_q1 *q, mvi a, const int16_t *X) {
+    return mvi_add(a, f == QTK__GF_IQ1_S ? mvi_madd16(mvi_load16z(X), q->dsc) : mvi_q1m_delta(b + 32, q->sc, X));
 }
-/* One block at M = 1 */
-MV_AI mvi lat_q1s_dot1(const uint8_t *blk, const qtk__lattice_grids *T, const int8_t *xq,
-                                                  const int16_t *X) {
-    uint16_t ix[32];
-    mv_idx_f3x4(blk + 2, blk + 34, ix);
-    const lat_q1s s = lat_q1s_scales(blk);
+/* a + Σ over the 8 vectors from i0 of 8 sc g x, g and the sub-scales s8 given or made from q */
+MV_AI mvi lat_q1_dot8(const qtk__lattice_grids *T, const lat_q1 *q, const mvi *g, const mvi *s8, unsigned i0,
+                      const int8_t *xq, mvi a) {
     mvi a16 = mvi_zero();
     MV_UNROLL
-    for (unsigned i = 0; i < LAT_NV; i++)
-        a16 = mvi_add16(a16, mvi_maddubs(mvi_pick_sc8(s.sc, i), mvi_sign8(mvi_loadu(xq + i * MV_B), lat_q1s_vec(T, ix, i))));
-    return lat_q1s_sum(a16, &s, X);
+    for (unsigned i = i0; i < i0 + 8; i++)
+        a16 = mvi_add16(a16, mvi_maddubs(s8 ? s8[i] : mvi_pick_sc8(q->sc, i),
+                                         mvi_sign8(mvi_loadu(xq + i * MV_B), g ? g[i] : lat_q1_vec(T, q, i))));
+    return mvi_add(a, mvi_madd16(a16, mvi_set1_16(8)));
 }
 
 MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const qtk__mm *c, size_t n0, size_t n1) {
@@ -234,34 +240,33 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
                     dv[bb] = lat_d(f, blk, dmul);
                     const int8_t *xq = c->xq + m0 * c->kq + (b0 + bb) * 256;
+                    if (f == QTK__GF_IQ1_S || f == QTK__GF_IQ1_M) {
+                        lat_q1 q;
+                        lat_q1_block(f, blk, &q);
+                        const int16_t *X = c->xb + m0 * c->xb_ld + (b0 + bb) * qtk__gb_sum_groups(F);
+                        if (M == 1) {
+                            mvi a = mvi_zero();
+                            for (unsigned i0 = 0; i0 < LAT_NV; i0 += 8) a = lat_q1_dot8(T, &q, NULL, NULL, i0, xq, a);
+                            ai[0][bb] = lat_q1_sum(f, blk, &q, a, X);
+                            continue;
+                        }
+                        mvi g[LAT_NV], s8[LAT_NV];
+                        MV_UNROLL
+                        for (unsigned i = 0; i < LAT_NV; i++) g[i] = lat_q1_vec(T, &q, i), s8[i] = mvi_pick_sc8(q.sc, i);
+                        for (size_t mi = 0; mi < mc; mi++) {
+                            mvi a = mvi_zero();
+                            for (unsigned i0 = 0; i0 < LAT_NV; i0 += 8) a = lat_q1_dot8(T, &q, g, s8, i0, xq + mi * c->kq, a);
+                            ai[mi][bb] = lat_q1_sum(f, blk, &q, a, X + mi * c->xb_ld);
+                        }
+                        continue;
+                    }
                     uint16_t ixb[64];
                     const uint16_t *ix = lat_index(f, blk, ixb);
                     const mvi sc = LAT_SCALES(f) ? lat_scales(f, blk) : mvi_zero();
                     /* one row of x: each vector used at once, none kept; the loop unrolled in full
                      * but for IQ2_XS, whose unrolled loop spills (2x slower on Zen 4; by 2: 1.15x faster
                      * than keeping the block's vectors); the full loop written out here, as through
-                     * lat_dot1 GCC spilled in it (IQ2_XXS, IQ3_XXS, IQ1_S: 1.07-1.18x the time on Zen 3) */
-                    if (f == QTK__GF_IQ1_S) {
-                        if (M == 1) {
-                            ai[0][bb] = lat_q1s_dot1(blk, T, xq, c->xb + (b0 + bb) * 8);
-                            continue;
-                        }
-                        uint16_t ix1[32];
-                        mv_idx_f3x4(blk + 2, blk + 34, ix1);
-                        const lat_q1s s = lat_q1s_scales(blk);
-                        mvi g[LAT_NV], s8[LAT_NV];
-                        MV_UNROLL
-                        for (unsigned i = 0; i < LAT_NV; i++) g[i] = lat_q1s_vec(T, ix1, i), s8[i] = mvi_pick_sc8(s.sc, i);
-                        for (size_t mi = 0; mi < mc; mi++) {
-                            const int8_t *xm = xq + mi * c->kq;
-                            mvi a16 = mvi_zero();
-                            MV_UNROLL
-                            for (unsigned i = 0; i < LAT_NV; i++)
-                                a16 = mvi_add16(a16, mvi_maddubs(s8[i], mvi_sign8(mvi_loadu(xm + i * MV_B), g[i])));
-                            ai[mi][bb] = lat_q1s_sum(a16, &s, c->xb + (m0 + mi) * c->xb_ld + (b0 + bb) * 8);
-                        }
-                        continue;
-                    }
+                     * lat_dot1 GCC spilled in it (IQ2_XXS, IQ3_XXS: 1.07-1.18x the time on Zen 3) */
                     if (M == 1) {
                         mvi a = mvi_zero();
                         if (f == QTK__GF_IQ2_XS) {

@@ -84,8 +84,10 @@ static inline float qtk__gb_lanes_sum(const float *A) {
     return ab + cd;
 }
 
-/* The groups of a block's activation sums c->xb holds: one per sub-block (K types), the block's
- * sum (the 32 types). */
-static inline unsigned qtk__gb_sum_groups(const qtk__gb_fmt *F) { return F->super ? F->groups : 1u; }
+/* The groups of a block's activation sums c->xb holds: one per sub-block (K types; IQ1_M: one per
+ * 8, its deltas' groups), the block's sum (the 32 types). */
+static inline unsigned qtk__gb_sum_groups(const qtk__gb_fmt *F) {
+    return F->f == QTK__GF_IQ1_M ? 32u : F->super ? F->groups : 1u;
+}
 
 #endif

@@ -247,15 +247,26 @@ MV_AI void mv_idx_b1x8(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     }
 }
 
-/* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (the byte of nibbles
- * j / 16 into each 8 bytes, tested against 0x08 or 0x80) */
-MV_AI mvi mvi_nibtop_groups(uint32_t m) {
-    const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
-                                          1, 1, 1, 1);
-    const __m256i bits = _mm256_set_epi64x((long long)0x8080808080808080ull, 0x0808080808080808ll,
-                                           (long long)0x8080808080808080ull, 0x0808080808080808ll);
-    __m256i v = _mm256_shuffle_epi8(_mm256_set1_epi32((int)m), shuf);
-    return _mm256_cmpeq_epi8(_mm256_and_si256(v, bits), bits);
+/* Σ_j δ_j s_j X_j over a block's 32 groups of 8 (IQ1_M's delta terms), as int32 lanes to be summed:
+ * δ_j = -1 where bit 3 of nibble j of the 16 bytes qh is set, else +1; s_j its 16's sub-scale, byte
+ * j / 4 + 8 (j / 2 mod 2) of sc (lat_scales's layout); X the groups' activation sums. 16 groups a
+ * vector: the sub-scales and qh's bytes put in words by byte shuffles, the bits tested, the
+ * sub-scales negated where set, one pmaddwd. */
+MV_AI mvi mvi_q1m_delta(const uint8_t *qh, mvi sc, const int16_t *X) {
+    static const uint8_t ps[2][32] __attribute__((aligned(32))) = {{0, 128, 0, 128, 8, 128, 8, 128, 1, 128, 1, 128, 9, 128, 9, 128, 2, 128, 2, 128, 10, 128, 10, 128, 3, 128, 3, 128, 11, 128, 11, 128}, {4, 128, 4, 128, 12, 128, 12, 128, 5, 128, 5, 128, 13, 128, 13, 128, 6, 128, 6, 128, 14, 128, 14, 128, 7, 128, 7, 128, 15, 128, 15, 128}};
+    static const uint8_t pq[2][32] __attribute__((aligned(32))) = {{0, 128, 0, 128, 1, 128, 1, 128, 2, 128, 2, 128, 3, 128, 3, 128, 4, 128, 4, 128, 5, 128, 5, 128, 6, 128, 6, 128, 7, 128, 7, 128}, {8, 128, 8, 128, 9, 128, 9, 128, 10, 128, 10, 128, 11, 128, 11, 128, 12, 128, 12, 128, 13, 128, 13, 128, 14, 128, 14, 128, 15, 128, 15, 128}};
+    static const uint16_t tb[2][16] __attribute__((aligned(32))) = {{8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128}, {8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128}};
+    const __m256i Q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)qh));
+    __m256i acc = _mm256_setzero_si256();
+    for (unsigned h = 0; h < 2; h++) {
+        const __m256i t = _mm256_load_si256((const __m256i *)(const void *)tb[h]);
+        const __m256i s = _mm256_shuffle_epi8(sc, _mm256_load_si256((const __m256i *)(const void *)ps[h]));
+        const __m256i q = _mm256_shuffle_epi8(Q, _mm256_load_si256((const __m256i *)(const void *)pq[h]));
+        const __m256i m = _mm256_cmpeq_epi16(_mm256_and_si256(q, t), t);
+        const __m256i sd = _mm256_sub_epi16(_mm256_xor_si256(s, m), m);
+        acc = _mm256_add_epi32(acc, _mm256_madd_epi16(sd, _mm256_loadu_si256((const __m256i *)(const void *)(X + 16 * h))));
+    }
+    return acc;
 }
 
 /* the 16 bytes lo, hi (little-endian) in both 16-byte lanes */

@@ -407,16 +407,25 @@ MV_AI void mv_idx_b1x8(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     for (unsigned n = 0; n < 64; n++) out[n] = (uint16_t)(lo[n] | ((w[n / 8] >> (n % 8)) & 1u) << 8);
 }
 
+/* Σ_j δ_j s_j X_j over a block's 32 groups of 8 (IQ1_M's delta terms), in lane 0: δ_j = -1 where bit
+ * 3 of nibble j of the 16 bytes qh is set, else +1; s_j its 16's sub-scale, byte j / 4 + 8 (j / 2 mod 2)
+ * of sc (lat_scales's layout); X the groups' activation sums */
+MV_AI mvi mvi_q1m_delta(const uint8_t *qh, mvi sc, const int16_t *X) {
+    mvub_ b;
+    memcpy(&b, &sc, sizeof b);
+    int32_t r[MV_B / 4] = {0};
+    for (unsigned j = 0; j < 32; j++) {
+        const int32_t s = b[j / 4 + 8 * (j / 2 % 2)];
+        r[0] += ((qh[j / 2] >> (4 * (j % 2) + 3)) & 1u ? -s : s) * X[j];
+    }
+    mvi v;
+    memcpy(&v, r, sizeof v);
+    return v;
+}
+
 /* out[n] = lo[n] | (3-bit field n % 4 of u16 n / 4 of w) << 8 for n < 32 */
 MV_AI void mv_idx_f3x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((qtk__ld16(w + 2 * (n / 4)) >> (3 * (n % 4))) & 7u) << 8);
-}
-
-/* byte j is 0xff when the top bit of nibble j / 8 of m is set, else 0 (bytes from 64 on: 0) */
-MV_AI mvi mvi_nibtop_groups(uint32_t m) {
-    mvb_ r = {0};
-    MV_BYTES r[b_] = b_ < 64 && ((m >> (4 * (b_ / 8) + 3)) & 1u) ? -1 : 0;
-    return mv_i(r);
 }
 
 /* the 16 bytes lo, hi (little-endian) in every 16-byte lane */
