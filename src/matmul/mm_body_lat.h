@@ -58,7 +58,9 @@ MV_AI mvi lat_scales(const qtk__gfmt f, const uint8_t *b) {
  * ix the block's indices from lat_index, or NULL: made per 8. */
 MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
                    mvi *u, mvi *sg, int16_t *sc2) {
-    uint64_t g[MV_B / 8], m[MV_B / 8] = {0}; /* m: sign rows (IQ2_XXS, IQ2_XS, IQ3_XXS), IQ1_M's per-8 deltas */
+    uint64_t g[MV_B / 8], m[MV_B / 8] = {0};
+    uint32_t g4[MV_B / 4]; /* IQ3's 4-wide rows, set into the vector by 32-bit inserts from memory (paired
+                             * into u64 by shifts first: 1.07x (IQ3_XXS), 1.15x (IQ3_S) the time on Zen 3) */ /* m: sign rows (IQ2_XXS, IQ2_XS, IQ3_XXS), IQ1_M's per-8 deltas */
     const unsigned k = i * MV_B / 32; /* its group of 32 */
     MV_UNROLL
     for (unsigned t = 0; t < MV_B / 8; t++) {
@@ -86,20 +88,16 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         }
         case QTK__GF_IQ3_XXS: {
             const uint32_t a = qtk__ld32(b + 66 + 4 * k);
-            uint32_t g1, g2;
-            memcpy(&g1, T->iq3xxs[b[2 + 8 * k + 2 * l]], 4);
-            memcpy(&g2, T->iq3xxs[b[2 + 8 * k + 2 * l + 1]], 4);
-            g[t] = (uint64_t)g1 | (uint64_t)g2 << 32;
+            memcpy(&g4[2 * t], T->iq3xxs[b[2 + 8 * k + 2 * l]], 4);
+            memcpy(&g4[2 * t + 1], T->iq3xxs[b[2 + 8 * k + 2 * l + 1]], 4);
             m[t] = T->spm7[(a >> (7 * l)) & 127u];
             sc2[0] = sc2[1] = (int16_t)(2 * (a >> 28) + 1);
             break;
         }
         case QTK__GF_IQ3_S: {
             const unsigned h = b[66 + k];
-            uint32_t g1, g2;
-            memcpy(&g1, T->iq3s[ix ? ix[8 * k + 2 * l] : b[2 + 8 * k + 2 * l] | ((h >> (2 * l)) & 1u) << 8], 4);
-            memcpy(&g2, T->iq3s[ix ? ix[8 * k + 2 * l + 1] : b[2 + 8 * k + 2 * l + 1] | ((h >> (2 * l + 1)) & 1u) << 8], 4);
-            g[t] = (uint64_t)g1 | (uint64_t)g2 << 32;
+            memcpy(&g4[2 * t], T->iq3s[ix ? ix[8 * k + 2 * l] : b[2 + 8 * k + 2 * l] | ((h >> (2 * l)) & 1u) << 8], 4);
+            memcpy(&g4[2 * t + 1], T->iq3s[ix ? ix[8 * k + 2 * l + 1] : b[2 + 8 * k + 2 * l + 1] | ((h >> (2 * l + 1)) & 1u) << 8], 4);
             sc2[0] = sc2[1] = (int16_t)(2 * ((b[106 + k / 2] >> (4 * (k % 2))) & 15u) + 1);
             break;
         }
@@ -125,10 +123,10 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         *sg = mvi_sub8(mvi_from_u64(g), mvi_from_u64(m)); /* one 16 KiB table: L1 holds it beside the stream */
         *u = mvi_abs8(*sg);
     } else if (f == QTK__GF_IQ2_S || f == QTK__GF_IQ3_S) { /* a sign bit per element: -1 where set, else +1 */
-        *u = mvi_from_u64(g);
+        *u = f == QTK__GF_IQ3_S ? mvi_from_u32(g4) : mvi_from_u64(g);
         *sg = mvi_or(mvi_bitmask_bytes(qtk__ld32(b + (f == QTK__GF_IQ2_S ? 34 : 74) + i * MV_B / 8)), mvi_set1_8(1));
     } else {
-        *u = mvi_from_u64(g);
+        *u = f == QTK__GF_IQ3_XXS ? mvi_from_u32(g4) : mvi_from_u64(g);
         *sg = mvi_from_u64(m);
     }
 #if MV_B == 16

@@ -160,6 +160,9 @@ MV_AI mvi mvi_sad(mvi v) { return _mm256_sad_epu8(v, _mm256_setzero_si256()); }
 MV_AI mvi mvi_madd16(mvi a, mvi b) { return _mm256_madd_epi16(a, b); }
 /* the 4 u64 at w, in order */
 MV_AI mvi mvi_from_u64(const uint64_t *w) { return _mm256_set_epi64x((long long)w[3], (long long)w[2], (long long)w[1], (long long)w[0]); }
+MV_AI mvi mvi_from_u32(const uint32_t *w) {
+    return _mm256_setr_epi32((int)w[0], (int)w[1], (int)w[2], (int)w[3], (int)w[4], (int)w[5], (int)w[6], (int)w[7]);
+}
 MV_AI int32_t mvi_hsum(mvi v) {
     __m128i s = _mm_add_epi32(_mm256_castsi256_si128(v), _mm256_extracti128_si256(v, 1));
     s = _mm_add_epi32(s, _mm_shuffle_epi32(s, 0x4e));

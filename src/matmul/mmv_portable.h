@@ -397,6 +397,13 @@ MV_AI mvi mvi_pick_sc8(mvi s, unsigned i) {
     return v;
 }
 
+/* the vector of MV_B / 4 u32 w[0..] */
+MV_AI mvi mvi_from_u32(const uint32_t *w) {
+    mvi v;
+    memcpy(&v, w, sizeof v);
+    return v;
+}
+
 /* out[n] = lo[n] | (2-bit field n % 4 of byte n / 4 of w) << 8 for n < 32 */
 MV_AI void mv_idx_f2x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((w[n / 4] >> (2 * (n % 4))) & 3u) << 8);
