@@ -394,7 +394,10 @@ static void matmul(void) {
         if (!t) continue;
         CHECK_OK(qtk_dequantize(t, QTK_DTYPE_F32, w, N * K));
         reference(w, x, M, N, K, ref, mag);
-        for (int fast = 0; fast < 2; fast++) {
+        /* exact at 8 rows of x (its lattice kernel's limit) and at M (the generic tiles); fast at M */
+        for (int pass = 0; pass < 3; pass++) {
+            const int fast = pass == 2;
+            const size_t Mp = pass == 0 ? 8 : M;
             bool first = true;
             qtk__mm_set_hooks(fast ? QTK__MM_HOOK_INT_ANY_M : 0);
             for (size_t li = 0; li < sizeof isas / sizeof isas[0]; li++) {
@@ -404,20 +407,20 @@ static void matmul(void) {
                 }
                 for (int th = 1; th <= 3; th++) {
                     qtk_matmul_options o = {.precision = fast ? QTK_PRECISION_FAST : QTK_PRECISION_EXACT, .threads = th};
-                    CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, M, K, NULL, y, N, &o));
+                    CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, Mp, K, NULL, y, N, &o));
                     double worst = 0;
-                    for (size_t j = 0; j < M * N; j++) {
+                    for (size_t j = 0; j < Mp * N; j++) {
                         double e = fabs(y[j] - ref[j]) / (mag[j] + 1e-30);
                         worst = e > worst ? e : worst;
                     }
                     /* exact: f32 sums; fast: int8 activations (1/254 of a block's largest each) */
-                    CHECK_MSG(worst < (fast ? 2e-2 : 1e-5), "%s %s at %s: error %g of the magnitude", TYPES[i],
-                              fast ? "fast" : "exact", qtk_isa_name(isas[li]), worst);
+                    CHECK_MSG(worst < (fast ? 2e-2 : 1e-5), "%s %s M = %zu at %s: error %g of the magnitude", TYPES[i],
+                              fast ? "fast" : "exact", Mp, qtk_isa_name(isas[li]), worst);
                     /* fast: the same bits everywhere; exact: for every thread count at a level */
-                    if (first || (!fast && th == 1)) memcpy(y0, y, M * N * sizeof *y);
+                    if (first || (!fast && th == 1)) memcpy(y0, y, Mp * N * sizeof *y);
                     else
-                        CHECK_MSG(memcmp(y0, y, M * N * sizeof *y) == 0, "%s %s: bits differ at %s, %d threads", TYPES[i],
-                                  fast ? "fast" : "exact", qtk_isa_name(isas[li]), th);
+                        CHECK_MSG(memcmp(y0, y, Mp * N * sizeof *y) == 0, "%s %s M = %zu: bits differ at %s, %d threads", TYPES[i],
+                                  fast ? "fast" : "exact", Mp, qtk_isa_name(isas[li]), th);
                     first = false;
                     if (fast) { /* one row of x (the M = 1 kernel): row 0's bits */
                         CHECK_OK(qtk_matmul(t, x, QTK_DTYPE_F32, 1, K, NULL, y, N, &o));

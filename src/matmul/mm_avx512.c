@@ -6,6 +6,6 @@
 #  define GB_INT qtk__mm_gb_int_avx512
 #  define GB_LAT_INT qtk__mm_gb_lat_int_avx2
 #  define GB_LAT_EXACT qtk__mm_gb_lat_exact_avx2
-#  define GB_LAT_INSN "AVX2's: codebook rows in u64, pmaddubsw by |q| with the signs on x, pmaddwd by the sub-scales"
+#  define GB_LAT_INSN "AVX2's: codebook rows from tables, pmaddubsw by |q| with the signs on x, pmaddwd by the sub-scales (IQ1: pmaddubsw by the sub-scales, the deltas once a block)"
 #endif
 #include "mm_simd.h"

@@ -3,12 +3,13 @@
  * portable and NEON levels; AVX2, whose kernel the AVX-512 level runs too). Included by the
  * per-level files after mm_body_gb.h.
  *
- * A block's coordinates are made 8 at a time as u64 from the codebook: the grid point's levels
- * (unsigned) and a mask of -1 / +1 bytes for their signs (IQ1: from a table of the signed
- * 8 x (level + 1/8), less 2 where delta is -1/8, whose magnitudes are taken), set into vectors; the sub-scales (2s + 1)
- * become int16 vectors, one per 16 elements. With q the coordinates and x the activations, one
- * vector gives madd16(maddubs(|q|, sign(x, q)), sc): pairs of q x, |q x| <= 62 x 127, exact in
- * int16, times the sub-scale into int32. A block's vectors are made once and serve every row of x of
+ * A block's coordinates are made 8 at a time from the codebook (a u64 row, IQ3: two u32): the grid
+ * point's levels (unsigned) and a mask of -1 / +1 bytes for their signs, set into vectors; the
+ * sub-scales (2s + 1) become int16 vectors, one per 16 elements. With q the coordinates and x the
+ * activations, one vector gives madd16(maddubs(|q|, sign(x, q)), sc): pairs of q x, |q x| <= 62 x
+ * 127, exact in int16, times the sub-scale into int32. (IQ1 splits q = 8 g + delta: lat_q1_block
+ * below. The exact path takes IQ1's coordinates from a table of the signed 8 x (level + 1/8), less
+ * 2 where delta is -1/8.) A block's vectors are made once and serve every row of x of
  * the chunk; its int32 sum is mm_gb.h's isum, and the float arithmetic after it is mm_gb.h's,
  * blocks 8 at a time in lanes (as mm_body_gb.h's K types): the same bits as the scalar kernel. */
 
@@ -30,8 +31,8 @@ MV_AI const uint16_t *lat_index(const qtk__gfmt f, const uint8_t *b, uint16_t *i
 
 /* The sub-scales 2 s + 1 of a block of a type that packs them by nibbles or 3-bit fields (IQ2_XS,
  * IQ2_S, IQ3_S, IQ1_M), one per 16 elements (IQ3_S: one per 32, given to both its 16s): the first
- * 16 of 32-group k at byte k, the second at byte 8 + k, as 16 bytes for mvi_pick_sc16; by shifts
- * and masks on u64, once per block. (The other types keep one per 32 beside fields their vectors
+ * 16 of 32-group k at byte k, the second at byte 8 + k, as 16 bytes for mvi_pick_sc16 (IQ1_M:
+ * mvi_pick_sc8); by shifts and masks on u64, once per block. (The other types keep one per 32 beside fields their vectors
  * read anyway; lat_vec makes theirs.) */
 MV_AI mvi lat_scales(const qtk__gfmt f, const uint8_t *b) {
     const uint64_t m4 = 0x0f0f0f0f0f0f0f0full, m3 = 0x0007000700070007ull, one = 0x0101010101010101ull;
@@ -59,8 +60,10 @@ MV_AI mvi lat_scales(const qtk__gfmt f, const uint8_t *b) {
 MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
                    mvi *u, mvi *sg, int16_t *sc2) {
     uint64_t g[MV_B / 8], m[MV_B / 8] = {0};
-    uint32_t g4[MV_B / 4]; /* IQ3's 4-wide rows, set into the vector by 32-bit inserts from memory (paired
-                             * into u64 by shifts first: 1.07x (IQ3_XXS), 1.15x (IQ3_S) the time on Zen 3) */ /* m: sign rows (IQ2_XXS, IQ2_XS, IQ3_XXS), IQ1_M's per-8 deltas */
+    /* m: sign rows (IQ2_XXS, IQ2_XS, IQ3_XXS), IQ1_M's per-8 deltas; g4: IQ3's 4-wide rows, set into
+     * the vector by 32-bit inserts from memory (paired into u64 by shifts first: 1.07x (IQ3_XXS),
+     * 1.15x (IQ3_S) the time on Zen 3) */
+    uint32_t g4[MV_B / 4];
     const unsigned k = i * MV_B / 32; /* its group of 32 */
     MV_UNROLL
     for (unsigned t = 0; t < MV_B / 8; t++) {
@@ -135,7 +138,7 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
 }
 
 /* Whether a type's sub-scales come from lat_scales */
-#define LAT_SCALES(f) ((f) == QTK__GF_IQ2_XS || (f) == QTK__GF_IQ2_S || (f) == QTK__GF_IQ3_S || (f) == QTK__GF_IQ1_M)
+#define LAT_SCALES(f) ((f) == QTK__GF_IQ2_XS || (f) == QTK__GF_IQ2_S || (f) == QTK__GF_IQ3_S)
 /* Vector i's sub-scales as int16: picked from the block's (lat_scales, sc), which took 0.84-0.96x
  * the time of making them per vector on Zen 3 (GEMV, 4096 x 4096); else lat_vec's sc2 */
 MV_AI mvi lat_sc16(const qtk__gfmt f, mvi sc, const int16_t *sc2, unsigned i) {
@@ -359,8 +362,8 @@ MV_AI void lat_exact_rows_m(const qtk__gfmt f, const size_t M, const qtk__mm *c,
         for (size_t b = 0; b < nb; b++) {
             const uint8_t *blk = row + b * bytes;
             for (size_t o = 0; o < bytes; o += 64) mv_prefetch(blk + QTK__MM_PF_BYTES + o);
-            /* IQ1_M's indices and deltas made per 8 here, as before lat_index: with the vector forms
-             * this loop took 1.5x the time on Zen 4 (the fast path's 0.73x) */
+            /* the indices and IQ1_M's deltas made per 8 here (ix NULL): with IQ1_M's by vectors this
+             * loop took 1.5x the time on Zen 4 (the fast path's 0.73x) */
             int8_t qb[256];
             int16_t sc[17]; /* lat_vec writes two from sc + i x MV_B / 16: one past the end at 16 bytes */
             MV_UNROLL
@@ -408,6 +411,6 @@ static void gb_lat_exact(const qtk__mm *c, size_t n0, size_t n1, float *ws) {
 #ifndef GB_LAT_EXACT
 #  define GB_LAT_EXACT gb_lat_exact
 #endif
-#define GB_LAT_INSN "codebook rows in u64, pmaddubsw by |q| with the signs on x, pmaddwd by the sub-scales"
+#define GB_LAT_INSN "codebook rows from tables, pmaddubsw by |q| with the signs on x, pmaddwd by the sub-scales (IQ1: pmaddubsw by the sub-scales, the deltas once a block)"
 
 #endif

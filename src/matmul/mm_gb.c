@@ -5,7 +5,8 @@
 #include <math.h>
 
 /* c->xq: each row's quantized activations block by block in the weights' plane order;
- * c->xs: each block's scale; c->xb: each block's per-sub-block sums (K types) or its sum. */
+ * c->xs: each block's scale; c->xb: each block's per-sub-block sums (K types; IQ1_M: per 8) or
+ * its sum (mm_gb.h's qtk__gb_sum_groups). */
 qtk_status qtk__mm_gb_prepare(qtk__mm *c) {
     const qtk__gb_fmt *F = c->w.gb;
     const size_t M = c->M, K = c->K, nb = K / F->qk, G = qtk__gb_sum_groups(F), gl = F->qk / G;

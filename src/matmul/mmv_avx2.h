@@ -256,13 +256,24 @@ MV_AI void mv_idx_b1x8(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
  * vector: the sub-scales and qh's bytes put in words by byte shuffles, the bits tested, the
  * sub-scales negated where set, one pmaddwd. */
 MV_AI mvi mvi_q1m_delta(const uint8_t *qh, mvi sc, const int16_t *X) {
-    static const uint8_t ps[2][32] __attribute__((aligned(32))) = {{0, 128, 0, 128, 8, 128, 8, 128, 1, 128, 1, 128, 9, 128, 9, 128, 2, 128, 2, 128, 10, 128, 10, 128, 3, 128, 3, 128, 11, 128, 11, 128}, {4, 128, 4, 128, 12, 128, 12, 128, 5, 128, 5, 128, 13, 128, 13, 128, 6, 128, 6, 128, 14, 128, 14, 128, 7, 128, 7, 128, 15, 128, 15, 128}};
-    static const uint8_t pq[2][32] __attribute__((aligned(32))) = {{0, 128, 0, 128, 1, 128, 1, 128, 2, 128, 2, 128, 3, 128, 3, 128, 4, 128, 4, 128, 5, 128, 5, 128, 6, 128, 6, 128, 7, 128, 7, 128}, {8, 128, 8, 128, 9, 128, 9, 128, 10, 128, 10, 128, 11, 128, 11, 128, 12, 128, 12, 128, 13, 128, 13, 128, 14, 128, 14, 128, 15, 128, 15, 128}};
-    static const uint16_t tb[2][16] __attribute__((aligned(32))) = {{8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128}, {8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128}};
+    static const uint8_t ps[2][32] __attribute__((aligned(32))) = {
+        {0, 128, 0, 128, 8, 128, 8, 128, 1, 128, 1, 128, 9, 128, 9, 128,
+         2, 128, 2, 128, 10, 128, 10, 128, 3, 128, 3, 128, 11, 128, 11, 128},
+        {4, 128, 4, 128, 12, 128, 12, 128, 5, 128, 5, 128, 13, 128, 13, 128,
+         6, 128, 6, 128, 14, 128, 14, 128, 7, 128, 7, 128, 15, 128, 15, 128},
+    };
+    static const uint8_t pq[2][32] __attribute__((aligned(32))) = {
+        {0, 128, 0, 128, 1, 128, 1, 128, 2, 128, 2, 128, 3, 128, 3, 128,
+         4, 128, 4, 128, 5, 128, 5, 128, 6, 128, 6, 128, 7, 128, 7, 128},
+        {8, 128, 8, 128, 9, 128, 9, 128, 10, 128, 10, 128, 11, 128, 11, 128,
+         12, 128, 12, 128, 13, 128, 13, 128, 14, 128, 14, 128, 15, 128, 15, 128},
+    };
+    /* the bit of each group's nibble */
+    static const uint16_t tb[16] __attribute__((aligned(32))) = {8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128, 8, 128};
     const __m256i Q = _mm256_broadcastsi128_si256(_mm_loadu_si128((const __m128i *)(const void *)qh));
+    const __m256i t = _mm256_load_si256((const __m256i *)(const void *)tb);
     __m256i acc = _mm256_setzero_si256();
     for (unsigned h = 0; h < 2; h++) {
-        const __m256i t = _mm256_load_si256((const __m256i *)(const void *)tb[h]);
         const __m256i s = _mm256_shuffle_epi8(sc, _mm256_load_si256((const __m256i *)(const void *)ps[h]));
         const __m256i q = _mm256_shuffle_epi8(Q, _mm256_load_si256((const __m256i *)(const void *)pq[h]));
         const __m256i m = _mm256_cmpeq_epi16(_mm256_and_si256(q, t), t);
@@ -289,7 +300,8 @@ MV_AI mvi mvi_pick_sc16(mvi s, unsigned i) {
     return _mm256_shuffle_epi8(s, _mm256_load_si256((const __m256i *)(const void *)pat[i]));
 }
 
-/* The same as bytes: byte i in the low lane's 16 bytes and byte 8 + i in the high lane's */
+/* mvi_pick_sc16's sub-scales as bytes: byte i in the low lane's 16 bytes and byte 8 + i in the
+ * high lane's */
 MV_AI mvi mvi_pick_sc8(mvi s, unsigned i) {
 #define MV_B16_(x) x, x, x, x, x, x, x, x, x, x, x, x, x, x, x, x
 #define MV_SCP_(i) {MV_B16_(i), MV_B16_(8 + i)}

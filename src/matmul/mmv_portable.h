@@ -384,7 +384,8 @@ MV_AI void mv_idx_nib3(const uint8_t *lo, const uint8_t *nib, uint16_t *out) {
     for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((nib[n / 2] >> (4 * (n % 2))) & 7u) << 8);
 }
 
-/* The same as bytes: each byte that of its 16 elements */
+/* Vector i's sub-scales from s (mvi_from_u64x2's 16 bytes: one per 16 elements, the first 16 of
+ * 32-group k at byte k, the second at byte 8 + k), as bytes: each byte that of its 16 elements */
 MV_AI mvi mvi_pick_sc8(mvi s, unsigned i) {
     mvub_ b, r;
     memcpy(&b, &s, sizeof b);
