@@ -199,6 +199,12 @@ MV_AI void mv_idx_nib3(const uint8_t *lo, const uint8_t *nib, uint16_t *out) {
     _mm_storeu_si128((__m128i *)(void *)(out + 24), _mm_unpackhi_epi8(l1, n1));
 }
 
+/* out[n] = lo[n] | fields[n] for n < 16 (the mv_idx_* ops' last step: the low bytes widened) */
+MV_AI void mv_idx_or16(const uint8_t *lo, __m256i fields, uint16_t *out) {
+    const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)lo));
+    _mm256_storeu_si256((__m256i *)(void *)out, _mm256_or_si256(fields, q));
+}
+
 /* out[n] = lo[n] | (3-bit field n % 4 of u16 n / 4 of w) << 8 for n < 32: each u16 put in its 4
  * lanes by a byte shuffle, its fields brought to bits 8..10 by a multiply (x 2^8, 2^5, 2^2: low
  * half; x 2^15: high half, a shift right by 1) */
@@ -213,8 +219,7 @@ MV_AI void mv_idx_f3x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
         const __m256i r = _mm256_shuffle_epi8(W, _mm256_setr_epi8(a, b, a, b, a, b, a, b, c, d, c, d, c, d, c, d, e, f, e, f, e,
                                                                    f, e, f, g, i, g, i, g, i, g, i));
         const __m256i fl = _mm256_and_si256(_mm256_or_si256(_mm256_mullo_epi16(r, ml), _mm256_mulhi_epu16(r, mh)), m);
-        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(lo + 16 * h)));
-        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * h), _mm256_or_si256(fl, q));
+        mv_idx_or16(lo + 16 * h, fl, out + 16 * h);
     }
 }
 
@@ -229,8 +234,7 @@ MV_AI void mv_idx_f2x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
         const __m256i r = _mm256_shuffle_epi8(W, _mm256_setr_epi8(a, z, a, z, a, z, a, z, b, z, b, z, b, z, b, z, c, z, c, z, c,
                                                                    z, c, z, d, z, d, z, d, z, d, z));
         const __m256i fl = _mm256_and_si256(_mm256_mullo_epi16(r, ml), m);
-        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(lo + 16 * h)));
-        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * h), _mm256_or_si256(fl, q));
+        mv_idx_or16(lo + 16 * h, fl, out + 16 * h);
     }
 }
 
@@ -245,8 +249,7 @@ MV_AI void mv_idx_b1x8(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
         const __m256i r = _mm256_shuffle_epi8(W, _mm256_setr_epi8(a, z, a, z, a, z, a, z, a, z, a, z, a, z, a, z, b, z, b, z, b,
                                                                    z, b, z, b, z, b, z, b, z, b, z));
         const __m256i fl = _mm256_and_si256(_mm256_mullo_epi16(r, ml), m);
-        const __m256i q = _mm256_cvtepu8_epi16(_mm_loadu_si128((const __m128i *)(const void *)(lo + 16 * h)));
-        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * h), _mm256_or_si256(fl, q));
+        mv_idx_or16(lo + 16 * h, fl, out + 16 * h);
     }
 }
 
