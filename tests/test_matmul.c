@@ -509,8 +509,9 @@ static void kernel_names(void) {
 
 /* Long rows: the bound grows with K and must still hold (and not be vacuous). */
 static void long_rows(void) {
-    const char *specs[] = {"q4f,block=32:f16", "nvfp4", "e4m3,block=32:f32", "q2s"};
-    for (size_t i = 0; i < 4; i++) {
+    /* q2s,block=256 and q8s,block=64: weight blocks of several integer-path steps */
+    const char *specs[] = {"q4f,block=32:f16", "nvfp4", "e4m3,block=32:f32", "q2s", "q2s,block=256:f16", "q8s,block=64:f16"};
+    for (size_t i = 0; i < sizeof specs / sizeof specs[0]; i++) {
         for (int lay = 0; lay < 2; lay++) {
             problem p;
             if (!problem_init(&p, specs[i], (qtk_mm_layout)lay, 3, 40, 4099, true, 77 + i)) continue;
