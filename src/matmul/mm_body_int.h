@@ -53,10 +53,9 @@ MV_AI MV_IT void SFX(ic_init)(const int ik, const int iv, const qtk__mm *c, SFX(
     const size_t sf = (size_t)per * MV_B, bc = w->bc;
     /* bc is a power of two >= 16 or at least K (matmul.c's int_block), sf a power of two */
     k->split = !(bc >= c->K || bc % sf == 0);
-    k->bsh = 63;
-    if (!k->split && bc < c->K)
-        for (k->bsh = 0; ((size_t)sf << k->bsh) < bc; k->bsh++) {
-        }
+    k->bsh = 63; /* one block a row */
+    if (bc < c->K)
+        for (k->bsh = 0; ((size_t)sf << k->bsh) < bc;) k->bsh++;
     int32_t pat[MV_L], off[MV_L];
     for (unsigned l = 0; l < MV_L; l++) {
         pat[l] = k->split ? (int32_t)((4 * per * l) / bc) : 0;
@@ -172,7 +171,7 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
     /* each lane's weight scale and -z: where a block spans steps its index is a shift of the
      * step's, with no branch in the loop (ternary GEMV 0.94x the time, Zen 3, against a
      * counter whose block change left the loop; split as a constant too: q4_0's 0.96x) */
-    size_t st = 0, bi = 0;
+    size_t st = 0, bi = 0; /* bi: split's first block of the step */
     mvf ws, nz = mvf_zero();
 #define STEP(A, src)                                                                                                   \
     do {                                                                                                               \
@@ -181,9 +180,8 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
             if (zp) nz = mvf_perm(mvf_loadu(zs + bi), kc->ipat);                                                       \
             bi += bstep;                                                                                               \
         } else {                                                                                                       \
-            bi = st >> kc->bsh;                                                                                        \
-            ws = mvf_bcast(bs + bi);                                                                                   \
-            if (zp) nz = mvf_bcast(zs + bi);                                                                           \
+            ws = mvf_bcast(bs + (st >> kc->bsh));                                                                      \
+            if (zp) nz = mvf_bcast(zs + (st >> kc->bsh));                                                              \
         }                                                                                                              \
         SFX(int_step)(ik, iv, clamp, zp, MR, A, kc, ws, nz, src, xq, xs, xc, xz, facc);                               \
         MV_UNROLL                                                                                                      \
