@@ -81,8 +81,12 @@ static inline float qtk__mmw_scale(const qtk__mmw *w, size_t g) {
     float s = qtk__scale_load(w->sdt, w->sb + g * w->ssz);
     return w->two_level ? w->global * s : s;
 }
-/* Index of the scale group of tensor row r, column 0 (no division for blocks one row tall). */
-static inline size_t qtk__mmw_group0(const qtk__mmw *w, size_t r) { return (w->br == 1 ? r : r / w->br) * w->gc; }
+/* Index of the scale group of tensor row r, column 0 (no division for blocks one row tall: GCC
+ * folds `br == 1 ? r : r / br` into the division, a 64-bit div in every GEMV row's prologue). */
+static inline size_t qtk__mmw_group0(const qtk__mmw *w, size_t r) {
+    if (QTK_LIKELY(w->br == 1)) return r * w->gc;
+    return r / w->br * w->gc;
+}
 
 struct qtk__mm_isa;
 

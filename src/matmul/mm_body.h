@@ -269,7 +269,7 @@ static void row_scales_plain(const qtk__mmw *w, size_t g, size_t n, float factor
     row_scales_k(false, w, g, n, factor, dst, NULL);
 }
 /* The scales and the largest |scale| (NaN scales aside: they make NaN whatever is done). */
-static float row_scales_max(const qtk__mmw *w, size_t g, size_t n, float factor, float *dst) {
+MV_AI float row_scales_max(const qtk__mmw *w, size_t g, size_t n, float factor, float *dst) {
     float m = 0.0f;
     row_scales_k(false, w, g, n, factor, dst, &m);
     return m;
