@@ -219,7 +219,7 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
 }
 
 /* one: M is 1 (a constant, so that a GEMV row's code holds none of the setup of 4 and 2 rows:
- * 0.97x the time, ternary GEMV on Zen 3) */
+ * 0.95x the time, ternary GEMV on Zen 3) */
 MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const bool zp, const bool split,
                                const bool one, const qtk__mm *c, const SFX(ic) * kc, const float *ws, const float *zs,
                                size_t r) {
