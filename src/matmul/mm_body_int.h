@@ -223,11 +223,7 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
 MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const bool zp, const bool split,
                                const bool one, const qtk__mm *c, const SFX(ic) * kc, const float *ws, const float *zs,
                                size_t r) {
-    if (one) {
-        SFX(int_row)(ik, iv, clamp, zp, split, 1, c, kc, ws, zs, r, 0);
-        return;
-    }
-    const size_t M = c->M;
+    const size_t M = one ? 1 : c->M;
     size_t m = 0;
     for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, clamp, zp, split, 4, c, kc, ws, zs, r, m);
     for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, clamp, zp, split, 2, c, kc, ws, zs, r, m);
@@ -248,9 +244,10 @@ MV_AI MV_IT void SFX(int_range_m)(const int ik, const int iv, const bool zp, con
         prefetch_row_scales(w, r, n1);
         /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
          * values), and whether a product with an activation scale can overflow */
-        float wmax = row_scales_max(w, qtk__mmw_group0(w, r), w->gc, unit, ws);
+        const size_t g0 = qtk__mmw_group0(w, r);
+        float wmax = row_scales_max(w, g0, w->gc, unit, ws);
         if (zp)
-            for (size_t g = 0, g0 = qtk__mmw_group0(w, r); g < w->gc; g++) zs[g] = -(float)w->zb[g0 + g];
+            for (size_t g = 0; g < w->gc; g++) zs[g] = -(float)w->zb[g0 + g];
         if (wmax * c->xs_max > FLT_MAX) SFX(int_rows)(ik, iv, true, zp, kc.split, one, c, &kc, ws, zs, r); /* rare */
         else if (kc.split) SFX(int_rows)(ik, iv, false, zp, true, one, c, &kc, ws, zs, r);
         else SFX(int_rows)(ik, iv, false, zp, false, one, c, &kc, ws, zs, r);
