@@ -236,6 +236,10 @@ QTK_INTERNAL void qtk__mm_int_ref_range(const qtk__mm *c, size_t n0, size_t n1, 
  * stream this many bytes ahead, their scales (a stream of their own) this many rows. */
 #define QTK__MM_PF_BYTES 4096u
 #define QTK__MM_PF_ROWS 16u
+/* Rows of W the integer path takes at a time where M > 1: each group of x's rows (4 rows of K
+ * bytes) then meets the tile's rows while it is in L1, instead of coming from L2 for every row
+ * of W (mm_body_int.h's int_range_m) */
+#define QTK__MM_INT_TILE 8u
 
 /* ---- mm_gb.c: store=ggml's integer path ---- */
 

@@ -892,11 +892,16 @@ static const char *int_name(const qtk__mm *c0) {
     }
 }
 
+/* The integer path takes rows of W by tiles of int_tile_rows (1 at M = 1), each row's prologue in
+ * a slot of int_slot_floats (mm_row_ws, on whole cache lines) of the thread's scratch. */
+static size_t int_tile_rows(const qtk__mm *c) { return c->M > 1 ? QTK__MM_INT_TILE : 1; }
+static size_t int_slot_floats(const qtk__mm *c) { return qtk__ceil_div(mm_row_ws(c), 16) * 16; }
+
 /* Quantizes the activations and lays them out for the flavour this call takes. */
 static qtk_status int_prepare(qtk__mm *c) {
     int_choose(c);
     const bool need_xc = c->ivar != IV_SGN && c->ivar != IV_TERN && !(c->ivar == IV_DP && MV_DP_BIAS == 0);
     qtk_status st = qtk__mm_int_prepare_simd(c, MV_B, c->ioff, need_xc, qtk__mm_quantize_row);
-    if (!st) c->ws_floats = mm_row_ws(c);
+    if (!st) c->ws_floats = int_tile_rows(c) * int_slot_floats(c);
     return st;
 }

@@ -218,39 +218,53 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
     }
 }
 
-/* one: M is 1 (a constant, so that a GEMV row's code holds none of the setup of 4 and 2 rows:
- * 0.95x the time, ternary GEMV on Zen 3) */
-MV_AI MV_IT void SFX(int_rows)(const int ik, const int iv, const bool clamp, const bool zp, const bool split,
-                               const bool one, const qtk__mm *c, const SFX(ic) * kc, const float *ws, const float *zs,
-                               size_t r) {
-    const size_t M = one ? 1 : c->M;
-    size_t m = 0;
-    for (; m + 4 <= M; m += 4) SFX(int_row)(ik, iv, clamp, zp, split, 4, c, kc, ws, zs, r, m);
-    for (; m + 2 <= M; m += 2) SFX(int_row)(ik, iv, clamp, zp, split, 2, c, kc, ws, zs, r, m);
-    if (m < M) SFX(int_row)(ik, iv, clamp, zp, split, 1, c, kc, ws, zs, r, m);
+/* Row r of W (its prologue in bs, zs; clamp: a product of scales may overflow) times rows
+ * m0 .. m0 + MR - 1 of x, by the flavour of its kind */
+MV_AI MV_IT void SFX(int_row_any)(const int ik, const int iv, const bool zp, const bool split, const bool clamp,
+                                  const unsigned MR, const qtk__mm *c, const SFX(ic) * kc, const float *bs,
+                                  const float *zs, size_t r, size_t m0) {
+    if (clamp) SFX(int_row)(ik, iv, true, zp, split, MR, c, kc, bs, zs, r, m0); /* rare */
+    else SFX(int_row)(ik, iv, false, zp, split, MR, c, kc, bs, zs, r, m0);
 }
 
+/* Rows n0 .. n1 of W by tiles of int_tile_rows: the tile's prologues (each row's scales times
+ * 2^-ishift, as the integers are 2^ishift x the values; whether a product with an activation
+ * scale can overflow), then x's rows 4 (2, 1) at a time, each group meeting every row of the
+ * tile. one: M is 1, a constant (a GEMV row's code then holds none of the setup of 4 and 2 rows:
+ * 0.95x the time, ternary GEMV on Zen 3). */
 MV_AI MV_IT void SFX(int_range_m)(const int ik, const int iv, const bool zp, const bool one, const qtk__mm *c,
                                   size_t n0, size_t n1, float *ws) {
     SFX(ic) kc;
     SFX(ic_init)(ik, iv, c, &kc);
     const qtk__mmw *w = &c->w;
     const float unit = ldexpf(1.0f, -w->ishift);
-    const size_t rsf = mm_row_zoff(c);
-    float *zs = zp ? ws + rsf : NULL; /* the row's -z, padded as the scales */
-    if (zp)
-        for (size_t g = w->gc; g < rsf; g++) zs[g] = 0.0f;
-    for (size_t r = n0; r < n1; r++) {
-        prefetch_row_scales(w, r, n1);
-        /* the prologue: the row's scales times 2^-ishift (the integers are 2^ishift x the
-         * values), and whether a product with an activation scale can overflow */
-        const size_t g0 = qtk__mmw_group0(w, r);
-        float wmax = row_scales_max(w, g0, w->gc, unit, ws);
-        if (zp)
-            for (size_t g = 0; g < w->gc; g++) zs[g] = -(float)w->zb[g0 + g];
-        if (wmax * c->xs_max > FLT_MAX) SFX(int_rows)(ik, iv, true, zp, kc.split, one, c, &kc, ws, zs, r); /* rare */
-        else if (kc.split) SFX(int_rows)(ik, iv, false, zp, true, one, c, &kc, ws, zs, r);
-        else SFX(int_rows)(ik, iv, false, zp, false, one, c, &kc, ws, zs, r);
+    const size_t rsf = mm_row_zoff(c), M = one ? 1 : c->M, RB = one ? 1 : int_tile_rows(c), slot = int_slot_floats(c);
+    bool clamp[QTK__MM_INT_TILE];
+    if (zp) /* each slot's -z, padded as the scales */
+        for (size_t t = 0; t < RB; t++)
+            for (size_t g = w->gc; g < rsf; g++) ws[t * slot + rsf + g] = 0.0f;
+    for (size_t r0 = n0; r0 < n1; r0 += RB) {
+        const size_t nr = n1 - r0 < RB ? n1 - r0 : RB;
+        for (size_t t = 0; t < nr; t++) {
+            const size_t r = r0 + t;
+            float *bs = ws + t * slot, *zs = bs + rsf;
+            prefetch_row_scales(w, r, n1);
+            const size_t g0 = qtk__mmw_group0(w, r);
+            clamp[t] = row_scales_max(w, g0, w->gc, unit, bs) * c->xs_max > FLT_MAX;
+            if (zp)
+                for (size_t g = 0; g < w->gc; g++) zs[g] = -(float)w->zb[g0 + g];
+        }
+#define TILE(MR)                                                                                                       \
+    for (size_t t = 0; t < nr; t++) {                                                                                  \
+        const float *bs = ws + t * slot;                                                                               \
+        if (kc.split) SFX(int_row_any)(ik, iv, zp, true, clamp[t], MR, c, &kc, bs, bs + rsf, r0 + t, m);              \
+        else SFX(int_row_any)(ik, iv, zp, false, clamp[t], MR, c, &kc, bs, bs + rsf, r0 + t, m);                     \
+    }
+        size_t m = 0;
+        for (; m + 4 <= M; m += 4) TILE(4)
+        for (; m + 2 <= M; m += 2) TILE(2)
+        if (m < M) TILE(1)
+#undef TILE
     }
 }
 
