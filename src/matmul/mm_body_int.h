@@ -218,13 +218,17 @@ MV_AI MV_IT void SFX(int_row)(const int ik, const int iv, const bool clamp, cons
     }
 }
 
-/* Row r of W (its prologue in bs, zs; clamp: a product of scales may overflow) times rows
- * m0 .. m0 + MR - 1 of x, by the flavour of its kind */
-MV_AI MV_IT void SFX(int_row_any)(const int ik, const int iv, const bool zp, const bool split, const bool clamp,
-                                  const unsigned MR, const qtk__mm *c, const SFX(ic) * kc, const float *bs,
-                                  const float *zs, size_t r, size_t m0) {
-    if (clamp) SFX(int_row)(ik, iv, true, zp, split, MR, c, kc, bs, zs, r, m0); /* rare */
-    else SFX(int_row)(ik, iv, false, zp, split, MR, c, kc, bs, zs, r, m0);
+/* Rows r0 .. r0 + nr - 1 of W (row t's prologue in slot t of ws: its scales, then its -z at rsf;
+ * clamp[t]: a product of its scales may overflow) times rows m0 .. m0 + MR - 1 of x */
+MV_AI MV_IT void SFX(int_tile)(const int ik, const int iv, const bool zp, const unsigned MR, const qtk__mm *c,
+                               const SFX(ic) * kc, const float *ws, size_t slot, size_t rsf, const bool *clamp,
+                               size_t r0, size_t nr, size_t m0) {
+    for (size_t t = 0; t < nr; t++) {
+        const float *bs = ws + t * slot, *zs = bs + rsf;
+        if (clamp[t]) SFX(int_row)(ik, iv, true, zp, kc->split, MR, c, kc, bs, zs, r0 + t, m0); /* rare */
+        else if (kc->split) SFX(int_row)(ik, iv, false, zp, true, MR, c, kc, bs, zs, r0 + t, m0);
+        else SFX(int_row)(ik, iv, false, zp, false, MR, c, kc, bs, zs, r0 + t, m0);
+    }
 }
 
 /* Rows n0 .. n1 of W by tiles of int_tile_rows: the tile's prologues (each row's scales times
@@ -254,17 +258,10 @@ MV_AI MV_IT void SFX(int_range_m)(const int ik, const int iv, const bool zp, con
             if (zp)
                 for (size_t g = 0; g < w->gc; g++) zs[g] = -(float)w->zb[g0 + g];
         }
-#define TILE(MR)                                                                                                       \
-    for (size_t t = 0; t < nr; t++) {                                                                                  \
-        const float *bs = ws + t * slot;                                                                               \
-        if (kc.split) SFX(int_row_any)(ik, iv, zp, true, clamp[t], MR, c, &kc, bs, bs + rsf, r0 + t, m);              \
-        else SFX(int_row_any)(ik, iv, zp, false, clamp[t], MR, c, &kc, bs, bs + rsf, r0 + t, m);                     \
-    }
         size_t m = 0;
-        for (; m + 4 <= M; m += 4) TILE(4)
-        for (; m + 2 <= M; m += 2) TILE(2)
-        if (m < M) TILE(1)
-#undef TILE
+        for (; m + 4 <= M; m += 4) SFX(int_tile)(ik, iv, zp, 4, c, &kc, ws, slot, rsf, clamp, r0, nr, m);
+        for (; m + 2 <= M; m += 2) SFX(int_tile)(ik, iv, zp, 2, c, &kc, ws, slot, rsf, clamp, r0, nr, m);
+        if (m < M) SFX(int_tile)(ik, iv, zp, 1, c, &kc, ws, slot, rsf, clamp, r0, nr, m);
     }
 }
 
