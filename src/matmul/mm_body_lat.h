@@ -17,13 +17,14 @@
 
 #define LAT_NV (256 / MV_B) /* vectors of a block */
 
-/* ix, the grid indices of a block (IQ3_S: its 64 groups of 4; IQ2_S: its 32 groups of 8), where a
- * type's bits are better gathered at once: made by vectors and stored, the scalar units left to
- * the loads (IQ2_S: a byte and a 2-bit field, 0.94x the time of gathering them per 8; IQ3_S: a byte
- * and a bit, 0.96x; Zen 3, GEMV 4096 x 4096; IQ1's: lat_q1_block). NULL for the others, whose
- * indices are bytes as stored. */
+/* ix, the grid indices of a block (IQ3_S: its 64 groups of 4; IQ2_S, IQ2_XS: its 32 groups of 8),
+ * where a type's bits are better gathered at once: made by vectors and stored, the scalar units
+ * left to the loads (IQ2_S: a byte and a 2-bit field, 0.94x the time of gathering them per 8; IQ3_S:
+ * a byte and a bit, 0.96x; IQ2_XS: the low 9 bits of a u16, 0.965x; Zen 3, GEMV 4096 x 4096; IQ1's:
+ * lat_q1_block). NULL for the others, whose indices are bytes as stored. */
 MV_AI const uint16_t *lat_index(const qtk__gfmt f, const uint8_t *b, uint16_t *ix) {
-    if (f == QTK__GF_IQ2_S) mv_idx_f2x4(b + 2, b + 66, ix);
+    if (f == QTK__GF_IQ2_XS) mv_idx_m9(b + 2, ix);
+    else if (f == QTK__GF_IQ2_S) mv_idx_f2x4(b + 2, b + 66, ix);
     else if (f == QTK__GF_IQ3_S) mv_idx_b1x8(b + 2, b + 66, ix);
     else return NULL;
     return ix;
@@ -78,7 +79,7 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         }
         case QTK__GF_IQ2_XS: {
             const unsigned w = qtk__ld16(b + 2 + 8 * k + 2 * l), s = b[66 + k];
-            memcpy(&g[t], T->iq2xs[w & 511u], 8);
+            memcpy(&g[t], T->iq2xs[ix ? ix[4 * k + l] : w & 511u], 8);
             m[t] = T->spm7[w >> 9];
             sc2[0] = (int16_t)(2 * (s & 15u) + 1), sc2[1] = (int16_t)(2 * (s >> 4) + 1);
             break;
@@ -145,15 +146,30 @@ MV_AI mvi lat_sc16(const qtk__gfmt f, mvi sc, const int16_t *sc2, unsigned i) {
     return LAT_SCALES(f) ? mvi_pick_sc16(sc, i) : mvi_bcast16x(sc2);
 }
 
-/* a + vector i of a block times the int8 activations xq of its 256, by its sub-scales (lat_sc16);
- * IQ2_XS's signs from s7, the block's sign bytes made 16 codes at a time (0.93x the time of a u64
- * sign row per 8 on Zen 3, GEMV 4096 x 4096) */
+/* Whether a type stores 7 sign bits per 8 (the 8th their parity) */
+#define LAT_SIGNS7(f) ((f) == QTK__GF_IQ2_XS || (f) == QTK__GF_IQ3_XXS)
+/* Such a block's 32 sign bytes made at once by vectors (mvsg_signs7, mvsg_signs7w), each vector's
+ * then one permute and a bit test (mvsg_vec): 0.93x (IQ2_XS), 0.92x (IQ3_XXS) the time of a u64
+ * sign row per 8 from a table (spm7) on Zen 3, GEMV 4096 x 4096 (M = 64: 0.95x). IQ2_XXS keeps the
+ * table: 1.07x the time by vectors (its grid rows are u64 too, so its vectors have fewer inserts
+ * for the table's rows to compete with). Zero for the other types. */
+MV_AI mvsg lat_signs7(const qtk__gfmt f, const uint8_t *b) {
+    if (f == QTK__GF_IQ2_XS) return mvsg_signs7(b + 2);
+    if (f == QTK__GF_IQ2_XXS) return mvsg_signs7w(b + 6, 8);
+    if (f == QTK__GF_IQ3_XXS) return mvsg_signs7w(b + 66, 4);
+    mvsg z;
+    memset(&z, 0, sizeof z);
+    return z;
+}
+
+/* a + vector i of a block times the int8 activations xq of its 256, by its sub-scales (lat_sc16),
+ * the signs of LAT_SIGNS7's types from s7 (lat_signs7) */
 MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, mvi sc,
                    const mvsg *s7, unsigned i, const int8_t *xq, mvi a) {
     int16_t sc2[2];
     mvi u, q;
     lat_vec(f, b, ix, T, i, &u, &q, sc2);
-    if (f == QTK__GF_IQ2_XS) q = mvsg_vec(*s7, i);
+    if (LAT_SIGNS7(f)) q = mvsg_vec(*s7, i);
     return mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), lat_sc16(f, sc, sc2, i)));
 }
 
@@ -270,8 +286,8 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                      * lat_dot1 GCC spilled in it (IQ2_XXS, IQ3_XXS: 1.07-1.18x the time on Zen 3) */
                     if (M == 1) {
                         mvi a = mvi_zero();
+                        const mvsg s7 = lat_signs7(f, blk);
                         if (f == QTK__GF_IQ2_XS) {
-                            const mvsg s7 = mvsg_signs7(blk + 2);
                             _Pragma("GCC unroll 2")
                             for (unsigned i = 0; i < LAT_NV; i++) a = lat_dot1(f, blk, ix, T, sc, &s7, i, xq, a);
                         } else {
@@ -280,6 +296,7 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                                 int16_t sc2[2];
                                 mvi u, q;
                                 lat_vec(f, blk, ix, T, i, &u, &q, sc2);
+                                if (LAT_SIGNS7(f)) q = mvsg_vec(s7, i);
                                 a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), lat_sc16(f, sc, sc2, i)));
                             }
                         }
@@ -287,10 +304,12 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                         continue;
                     }
                     mvi u[LAT_NV], q[LAT_NV], s16[LAT_NV];
+                    const mvsg s7 = lat_signs7(f, blk);
                     MV_UNROLL
                     for (unsigned i = 0; i < LAT_NV; i++) {
                         int16_t sc2[2];
                         lat_vec(f, blk, ix, T, i, &u[i], &q[i], sc2);
+                        if (LAT_SIGNS7(f)) q[i] = mvsg_vec(s7, i);
                         s16[i] = lat_sc16(f, sc, sc2, i);
                     }
                     for (size_t mi = 0; mi < mc; mi++) {

@@ -223,6 +223,14 @@ MV_AI void mv_idx_f3x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     }
 }
 
+/* out[n] = the low 9 bits of the n-th u16 at p, n < 32 (two loads, a mask, two stores) */
+MV_AI void mv_idx_m9(const uint8_t *p, uint16_t *out) {
+    const __m256i m = _mm256_set1_epi16(511);
+    for (unsigned h = 0; h < 2; h++)
+        _mm256_storeu_si256((__m256i *)(void *)(out + 16 * h),
+                            _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * h)), m));
+}
+
 /* out[n] = lo[n] | (2-bit field n % 4 of byte n / 4 of w) << 8 for n < 32: each byte put in its 4
  * lanes by a byte shuffle, its fields brought to bits 8..9 by a multiply (x 2^8, 2^6, 2^4, 2^2) */
 MV_AI void mv_idx_f2x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
@@ -328,6 +336,27 @@ MV_AI mvsg mvsg_signs7(const uint8_t *p) {
     s0 = _mm256_or_si256(s0, _mm256_shuffle_epi8(par, _mm256_xor_si256(s0, _mm256_srli_epi16(c0, 13))));
     s1 = _mm256_or_si256(s1, _mm256_shuffle_epi8(par, _mm256_xor_si256(s1, _mm256_srli_epi16(c1, 13))));
     return _mm256_permute4x64_epi64(_mm256_packus_epi16(s0, s1), 0xd8);
+}
+/* The same from 8 u32 words at p + stride k (stride 4 or 8; IQ3_XXS, IQ2_XXS), word k holding
+ * groups 4 k .. 4 k + 3 as 7-bit fields from bit 0 (its top nibble not read): each field moved
+ * into its byte by a shift and a mask, the parity as above */
+MV_AI mvsg mvsg_signs7w(const uint8_t *p, unsigned stride) {
+    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0, -128,
+                                         -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    __m256i a;
+    if (stride == 4) {
+        a = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    } else { /* the odd u32 of 64 bytes from p - 4 */
+        const __m256 v0 = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p - 4)));
+        const __m256 v1 = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 28)));
+        a = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(v0, v1, 0xdd)), 0xd8);
+    }
+    __m256i s = _mm256_and_si256(a, _mm256_set1_epi32(0x7f));
+    s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 1), _mm256_set1_epi32(0x7f00)));
+    s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 2), _mm256_set1_epi32(0x7f0000)));
+    s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 3), _mm256_set1_epi32(0x7f000000)));
+    const __m256i nib = _mm256_and_si256(_mm256_xor_si256(s, _mm256_srli_epi16(s, 4)), _mm256_set1_epi8(0x0f));
+    return _mm256_or_si256(s, _mm256_shuffle_epi8(par, nib));
 }
 /* vector i's sign bytes from s: -1 where bit j of group g's byte is set, else +1 (g = 4 i + j / 8) */
 MV_AI mvi mvsg_vec(mvsg s, unsigned i) {

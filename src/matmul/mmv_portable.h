@@ -405,6 +405,11 @@ MV_AI mvi mvi_from_u32(const uint32_t *w) {
     return v;
 }
 
+/* out[n] = the low 9 bits of the n-th u16 at p, n < 32 */
+MV_AI void mv_idx_m9(const uint8_t *p, uint16_t *out) {
+    for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(qtk__ld16(p + 2 * n) & 511u);
+}
+
 /* out[n] = lo[n] | (2-bit field n % 4 of byte n / 4 of w) << 8 for n < 32 */
 MV_AI void mv_idx_f2x4(const uint8_t *lo, const uint8_t *w, uint16_t *out) {
     for (unsigned n = 0; n < 32; n++) out[n] = (uint16_t)(lo[n] | ((w[n / 4] >> (2 * (n % 4))) & 3u) << 8);
@@ -466,6 +471,16 @@ MV_AI mvsg mvsg_signs7(const uint8_t *p) {
     mvsg r;
     for (unsigned g = 0; g < 32; g++) {
         const unsigned s = (unsigned)(p[2 * g + 1] >> 1);
+        r.b[g] = (uint8_t)(s | (unsigned)__builtin_parity(s) << 7);
+    }
+    return r;
+}
+/* The same from 8 u32 words at p + stride k (IQ3_XXS: 4, IQ2_XXS: 8), word k holding groups
+ * 4 k .. 4 k + 3 as 7-bit fields from bit 0 */
+MV_AI mvsg mvsg_signs7w(const uint8_t *p, unsigned stride) {
+    mvsg r;
+    for (unsigned g = 0; g < 32; g++) {
+        const unsigned s = (unsigned)(qtk__ld32(p + stride * (g / 4)) >> (7 * (g % 4))) & 127u;
         r.b[g] = (uint8_t)(s | (unsigned)__builtin_parity(s) << 7);
     }
     return r;
