@@ -53,6 +53,11 @@ MV_AI mvi lat_scales(const qtk__gfmt f, const uint8_t *b) {
     return mvi_from_u64x2(lo << 1 | one, hi << 1 | one);
 }
 
+/* IQ2_S's and IQ3_S's signs of vector i, a bit per element: -1 bytes where set, else 0 */
+MV_AI mvi lat_sign_bits(const qtk__gfmt f, const uint8_t *b, unsigned i) {
+    return mvi_bitmask_bytes(qtk__ld32(b + (f == QTK__GF_IQ2_S ? 34 : 74) + i * MV_B / 8));
+}
+
 /* Vector i of a block (elements i MV_B .. + MV_B): the magnitudes of its coordinates *u
  * (unsigned bytes) and *sg, bytes whose sign is theirs (for mvi_sign8 of x: -1 or +1 as a mask,
  * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements (the
@@ -128,7 +133,7 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         *u = mvi_abs8(*sg);
     } else if (f == QTK__GF_IQ2_S || f == QTK__GF_IQ3_S) { /* a sign bit per element: -1 where set, else +1 */
         *u = f == QTK__GF_IQ3_S ? mvi_from_u32(g4) : mvi_from_u64(g);
-        *sg = mvi_or(mvi_bitmask_bytes(qtk__ld32(b + (f == QTK__GF_IQ2_S ? 34 : 74) + i * MV_B / 8)), mvi_set1_8(1));
+        *sg = mvi_or(lat_sign_bits(f, b, i), mvi_set1_8(1));
     } else {
         *u = f == QTK__GF_IQ3_XXS ? mvi_from_u32(g4) : mvi_from_u64(g);
         *sg = mvi_from_u64(m);
@@ -149,7 +154,7 @@ MV_AI mvi lat_sc16(const qtk__gfmt f, mvi sc, const int16_t *sc2, unsigned i) {
 /* Whether a type stores 7 sign bits per 8 (the 8th their parity) */
 #define LAT_SIGNS7(f) ((f) == QTK__GF_IQ2_XS || (f) == QTK__GF_IQ3_XXS)
 /* Such a block's 32 sign bytes made at once by vectors (mvsg_signs7, mvsg_signs7w), each vector's
- * then one permute and a bit test (mvsg_vec): 0.93x (IQ2_XS), 0.92x (IQ3_XXS) the time of a u64
+ * then one permute and a bit test (mvsg_mask): 0.93x (IQ2_XS), 0.92x (IQ3_XXS) the time of a u64
  * sign row per 8 from a table (spm7) on Zen 3, GEMV 4096 x 4096 (M = 64: 0.95x). IQ2_XXS keeps the
  * table: 1.07x the time by vectors (its grid rows are u64 too, so its vectors have fewer inserts
  * for the table's rows to compete with). Zero for the other types. */
@@ -162,15 +167,27 @@ MV_AI mvsg lat_signs7(const qtk__gfmt f, const uint8_t *b) {
     return z;
 }
 
-/* a + vector i of a block times the int8 activations xq of its 256, by its sub-scales (lat_sc16),
- * the signs of LAT_SIGNS7's types from s7 (lat_signs7) */
+/* Vector i of the int8 activations xq of a block's 256 with the signs of its coordinates put on
+ * them, for one row of x: where the signs are bits (IQ2_S, IQ3_S; LAT_SIGNS7's types, from s7), by
+ * their 0 / -1 mask m as (x ^ m) - m, two operations any vector ALU runs (0.98x the time of vpsignb
+ * by m | 1 for IQ2_S and IQ3_S on Zen 3, GEMV 4096 x 4096; |x| <= 127, so the same bytes); else by
+ * lat_vec's -1 / +1 bytes q */
+MV_AI mvi lat_xs(const qtk__gfmt f, const uint8_t *b, const mvsg *s7, unsigned i, const int8_t *xq, mvi q) {
+    const mvi x = mvi_loadu(xq + i * MV_B);
+    mvi m;
+    if (f == QTK__GF_IQ2_S || f == QTK__GF_IQ3_S) m = lat_sign_bits(f, b, i);
+    else if (LAT_SIGNS7(f)) m = mvsg_mask(*s7, i);
+    else return mvi_sign8(x, q);
+    return mvi_sub8(mvi_xor(x, m), m);
+}
+
+/* a + vector i of a block times the int8 activations xq of its 256, by its sub-scales (lat_sc16) */
 MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, mvi sc,
                    const mvsg *s7, unsigned i, const int8_t *xq, mvi a) {
     int16_t sc2[2];
     mvi u, q;
     lat_vec(f, b, ix, T, i, &u, &q, sc2);
-    if (LAT_SIGNS7(f)) q = mvsg_vec(*s7, i);
-    return mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), lat_sc16(f, sc, sc2, i)));
+    return mvi_add(a, mvi_madd16(mvi_maddubs(u, lat_xs(f, b, s7, i, xq, q)), lat_sc16(f, sc, sc2, i)));
 }
 
 /* The block's f16 d (IQ1_M: gathered from its scale words' top nibbles) times dmul, exact. */
@@ -296,8 +313,7 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                                 int16_t sc2[2];
                                 mvi u, q;
                                 lat_vec(f, blk, ix, T, i, &u, &q, sc2);
-                                if (LAT_SIGNS7(f)) q = mvsg_vec(s7, i);
-                                a = mvi_add(a, mvi_madd16(mvi_maddubs(u, mvi_sign8(mvi_loadu(xq + i * MV_B), q)), lat_sc16(f, sc, sc2, i)));
+                                a = mvi_add(a, mvi_madd16(mvi_maddubs(u, lat_xs(f, blk, &s7, i, xq, q)), lat_sc16(f, sc, sc2, i)));
                             }
                         }
                         ai[0][bb] = a;
@@ -309,7 +325,7 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     for (unsigned i = 0; i < LAT_NV; i++) {
                         int16_t sc2[2];
                         lat_vec(f, blk, ix, T, i, &u[i], &q[i], sc2);
-                        if (LAT_SIGNS7(f)) q[i] = mvsg_vec(s7, i);
+                        if (LAT_SIGNS7(f)) q[i] = mvi_or(mvsg_mask(s7, i), mvi_set1_8(1));
                         s16[i] = lat_sc16(f, sc, sc2, i);
                     }
                     for (size_t mi = 0; mi < mc; mi++) {

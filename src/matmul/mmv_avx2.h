@@ -176,7 +176,7 @@ MV_AI mvi mvi_load16x2(const uint8_t *p) { return _mm256_broadcastsi128_si256(_m
 /* the low half of a, the high half of b */
 MV_AI mvi mvi_half_blend(mvi a, mvi b) { return _mm256_permute2x128_si256(a, b, 0x30); }
 /* byte j is 0xff when bit j of m is set, else 0, for v whose every 32-bit lane holds m: byte j / 8
- * of m into byte j, tested against bit j % 8 (mvi_bitmask_bytes, mvsg_vec) */
+ * of m into byte j, tested against bit j % 8 (mvi_bitmask_bytes, mvsg_mask) */
 MV_AI mvi mv_bitmask_bytes_v(__m256i v) {
     const __m256i shuf = _mm256_setr_epi8(0, 0, 0, 0, 0, 0, 0, 0, 1, 1, 1, 1, 1, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 3, 3, 3, 3,
                                           3, 3, 3, 3);
@@ -358,10 +358,8 @@ MV_AI mvsg mvsg_signs7w(const uint8_t *p, unsigned stride) {
     const __m256i nib = _mm256_and_si256(_mm256_xor_si256(s, _mm256_srli_epi16(s, 4)), _mm256_set1_epi8(0x0f));
     return _mm256_or_si256(s, _mm256_shuffle_epi8(par, nib));
 }
-/* vector i's sign bytes from s: -1 where bit j of group g's byte is set, else +1 (g = 4 i + j / 8) */
-MV_AI mvi mvsg_vec(mvsg s, unsigned i) {
-    return _mm256_or_si256(mv_bitmask_bytes_v(_mm256_permutevar8x32_epi32(s, _mm256_set1_epi32((int)i))), _mm256_set1_epi8(1));
-}
+/* vector i's sign mask from s: byte j -1 where bit j % 8 of group g's byte is set, else 0 (g = 4 i + j / 8) */
+MV_AI mvi mvsg_mask(mvsg s, unsigned i) { return mv_bitmask_bytes_v(_mm256_permutevar8x32_epi32(s, _mm256_set1_epi32((int)i))); }
 
 /* 8 bytes as int16 (unsigned or signed), the 8 repeated in both 16-byte lanes */
 MV_AI mvi mvi_set16x8u(const uint8_t *p) {

@@ -485,10 +485,10 @@ MV_AI mvsg mvsg_signs7w(const uint8_t *p, unsigned stride) {
     }
     return r;
 }
-/* vector i's sign bytes from s: -1 where bit j % 8 of group g's byte is set, else +1 (g = i MV_B / 8 + j / 8) */
-MV_AI mvi mvsg_vec(mvsg s, unsigned i) {
+/* vector i's sign mask from s: byte j -1 where bit j % 8 of group g's byte is set, else 0 (g = i MV_B / 8 + j / 8) */
+MV_AI mvi mvsg_mask(mvsg s, unsigned i) {
     mvb_ r = {0};
-    MV_BYTES r[b_] = (s.b[(i * MV_B + b_) / 8 % 32] >> (b_ % 8)) & 1u ? -1 : 1;
+    MV_BYTES r[b_] = (s.b[(i * MV_B + b_) / 8 % 32] >> (b_ % 8)) & 1u ? -1 : 0;
     return mv_i(r);
 }
 
