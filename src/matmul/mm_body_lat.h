@@ -156,12 +156,12 @@ MV_AI mvi lat_sc16(const qtk__gfmt f, mvi sc, const int16_t *sc2, unsigned i) {
 /* Such a block's 32 sign bytes made at once by vectors (mvsg_signs7, mvsg_signs7w), each vector's
  * then one permute and a bit test (mvsg_mask): 0.93x (IQ2_XS), 0.92x (IQ3_XXS) the time of a u64
  * sign row per 8 from a table (spm7) on Zen 3, GEMV 4096 x 4096 (M = 64: 0.95x). IQ2_XXS keeps the
- * table: 1.07x the time by vectors (its grid rows are u64 too, so its vectors have fewer inserts
- * for the table's rows to compete with). Zero for the other types. */
+ * table: 1.07x the time by vectors (its u32 words 8 bytes apart, two loads and a shuffle; its grid
+ * rows are u64, so its vectors have fewer inserts for the table's rows to compete with). Zero for
+ * the other types. */
 MV_AI mvsg lat_signs7(const qtk__gfmt f, const uint8_t *b) {
     if (f == QTK__GF_IQ2_XS) return mvsg_signs7(b + 2);
-    if (f == QTK__GF_IQ2_XXS) return mvsg_signs7w(b + 6, 8);
-    if (f == QTK__GF_IQ3_XXS) return mvsg_signs7w(b + 66, 4);
+    if (f == QTK__GF_IQ3_XXS) return mvsg_signs7w(b + 66);
     mvsg z;
     memset(&z, 0, sizeof z);
     return z;

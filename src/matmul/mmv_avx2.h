@@ -337,20 +337,13 @@ MV_AI mvsg mvsg_signs7(const uint8_t *p) {
     s1 = _mm256_or_si256(s1, _mm256_shuffle_epi8(par, _mm256_xor_si256(s1, _mm256_srli_epi16(c1, 13))));
     return _mm256_permute4x64_epi64(_mm256_packus_epi16(s0, s1), 0xd8);
 }
-/* The same from 8 u32 words at p + stride k (stride 4 or 8; IQ3_XXS, IQ2_XXS), word k holding
- * groups 4 k .. 4 k + 3 as 7-bit fields from bit 0 (its top nibble not read): each field moved
- * into its byte by a shift and a mask, the parity as above */
-MV_AI mvsg mvsg_signs7w(const uint8_t *p, unsigned stride) {
+/* The same from the 8 u32 words at p (IQ3_XXS), word k holding groups 4 k .. 4 k + 3 as 7-bit
+ * fields from bit 0 (its top nibble not read): each field moved into its byte by a shift and a
+ * mask, the parity as above */
+MV_AI mvsg mvsg_signs7w(const uint8_t *p) {
     const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0, -128,
                                          -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
-    __m256i a;
-    if (stride == 4) {
-        a = _mm256_loadu_si256((const __m256i *)(const void *)p);
-    } else { /* the odd u32 of 64 bytes from p - 4 */
-        const __m256 v0 = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p - 4)));
-        const __m256 v1 = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p + 28)));
-        a = _mm256_permute4x64_epi64(_mm256_castps_si256(_mm256_shuffle_ps(v0, v1, 0xdd)), 0xd8);
-    }
+    const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)p);
     __m256i s = _mm256_and_si256(a, _mm256_set1_epi32(0x7f));
     s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 1), _mm256_set1_epi32(0x7f00)));
     s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 2), _mm256_set1_epi32(0x7f0000)));

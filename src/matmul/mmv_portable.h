@@ -475,12 +475,12 @@ MV_AI mvsg mvsg_signs7(const uint8_t *p) {
     }
     return r;
 }
-/* The same from 8 u32 words at p + stride k (IQ3_XXS: 4, IQ2_XXS: 8), word k holding groups
- * 4 k .. 4 k + 3 as 7-bit fields from bit 0 */
-MV_AI mvsg mvsg_signs7w(const uint8_t *p, unsigned stride) {
+/* The same from the 8 u32 words at p (IQ3_XXS), word k holding groups 4 k .. 4 k + 3 as 7-bit
+ * fields from bit 0 */
+MV_AI mvsg mvsg_signs7w(const uint8_t *p) {
     mvsg r;
     for (unsigned g = 0; g < 32; g++) {
-        const unsigned s = (unsigned)(qtk__ld32(p + stride * (g / 4)) >> (7 * (g % 4))) & 127u;
+        const unsigned s = (unsigned)(qtk__ld32(p + 4 * (g / 4)) >> (7 * (g % 4))) & 127u;
         r.b[g] = (uint8_t)(s | (unsigned)__builtin_parity(s) << 7);
     }
     return r;
