@@ -211,9 +211,31 @@ static void writer_names(void) {
     CHECK_OK(qtk__desc_add_quantized(&d, "v", &s, sh, 1, NULL));
     CHECK_OK(qtk__desc_add_meta(&d, "qtk:scheme:v", "q4f"));
     CHECK_ERR(qtk__ckpt_writer_open(tmp_path("n.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
-              "metadata key 'qtk:scheme:v' is given twice (or is one qtk writes itself)");
+              "metadata key 'qtk:scheme:v' is one qtk's safetensors convention writes itself");
     CHECK(!file_exists(tmp_path("n.safetensors")));
     CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
+    qtk__desc_free(&d);
+    /* the convention's keys are refused from a caller's metadata even where qtk would not write
+     * them itself, as a file carrying them would not read back (fuzz_burnpack found one: a
+     * burnpack's 'qtk:shape:me' with no tensor 'me'); other 'qtk:' keys pass */
+    const char *reserved[] = {"qtk:shape:me", "qtk:scheme:me", "qtk:param_id:me", "qtk:scalar:me", "qtk:convention",
+                              "qtk:layout"};
+    for (size_t i = 0; i < sizeof reserved / sizeof reserved[0]; i++) {
+        qtk__desc_init(&d);
+        CHECK_OK(qtk__desc_add_raw(&d, "a", QTK_ELEM_U8, sh, 1, NULL));
+        CHECK_OK(qtk__desc_add_meta(&d, reserved[i], "1"));
+        CHECK_ERR(qtk__ckpt_writer_open(tmp_path("n.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w), QTK_E_ARG,
+                  "is one qtk's safetensors convention writes itself");
+        CHECK(!file_exists(tmp_path("n.safetensors")));
+        CHECK_EQ_U(tmp_dir_count(".qtk-tmp-"), 0);
+        qtk__desc_free(&d);
+    }
+    qtk__desc_init(&d);
+    CHECK_OK(qtk__desc_add_raw(&d, "a", QTK_ELEM_U8, sh, 1, NULL));
+    CHECK_OK(qtk__desc_add_meta(&d, "qtk:shapes", "1"));
+    CHECK_OK(qtk__desc_add_meta(&d, "qtk:conventions", "1"));
+    CHECK_OK(qtk__ckpt_writer_open(tmp_path("n.safetensors"), QTK_CKPT_SAFETENSORS, &d, 0, &w));
+    qtk__ckpt_writer_abort(w);
     qtk__desc_free(&d);
     /* scalars and parameter ids ride in __metadata__ */
     qtk__desc_init(&d);

@@ -258,9 +258,26 @@ static qtk_status set_meta(json_t *meta, const char *prefix, const char *name, c
     return st;
 }
 
+/* Whether a metadata key is one of the convention's own (the reader takes those as its
+ * instructions, never as a caller's metadata) */
+static bool reserved_key(const char *k) {
+    static const char *const prefixes[] = {QTK__META_SCHEME, QTK__META_SHAPE, QTK__META_PARAM, QTK__META_SCALAR};
+    if (strcmp(k, QTK__META_CONVENTION) == 0 || strcmp(k, QTK__META_LAYOUT) == 0) return true;
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(k, prefixes[i], strlen(prefixes[i])) == 0) return true;
+    return false;
+}
+
 qtk_status qtk__st_build_meta(const qtk__desc *d, json_t *meta) {
     qtk_status st = QTK_OK;
-    for (size_t i = 0; i < d->n_meta && !st; i++) st = set_meta(meta, "", d->meta[i].key, d->meta[i].value);
+    for (size_t i = 0; i < d->n_meta && !st; i++) {
+        if (reserved_key(d->meta[i].key))
+            return qtk__err(QTK_E_ARG,
+                            "metadata key '%s' is one qtk's safetensors convention writes itself "
+                            "(docs/safetensors-quantized.md); a file carrying it would not read back",
+                            d->meta[i].key);
+        st = set_meta(meta, "", d->meta[i].key, d->meta[i].value);
+    }
     bool any_q = false;
     for (size_t i = 0; i < d->n_tensors; i++) any_q |= d->tensors[i].quantized;
     if (any_q && !st) st = set_meta(meta, QTK__META_CONVENTION, "", QTK__CONVENTION_VERSION);
