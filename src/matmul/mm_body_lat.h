@@ -58,13 +58,30 @@ MV_AI mvi lat_sign_bits(const qtk__gfmt f, const uint8_t *b, unsigned i) {
     return mvi_bitmask_bytes(qtk__ld32(b + (f == QTK__GF_IQ2_S ? 34 : 74) + i * MV_B / 8));
 }
 
+/* Whether a type stores 7 sign bits per 8 (the 8th their parity) */
+#define LAT_SIGNS7(f) ((f) == QTK__GF_IQ2_XS || (f) == QTK__GF_IQ3_XXS)
+/* Such a block's 32 sign bytes made at once by vectors (mvsg_signs7, mvsg_signs7w), each vector's
+ * then one permute and a bit test (mvsg_mask): 0.93x (IQ2_XS), 0.92x (IQ3_XXS) the time of a u64
+ * sign row per 8 from a table (spm7) on Zen 3, GEMV 4096 x 4096 (M = 64: 0.95x). IQ2_XXS keeps the
+ * table: 1.07x the time by vectors (its u32 words 8 bytes apart, two loads and a shuffle; its grid
+ * rows are u64, so its vectors have fewer inserts for the table's rows to compete with). Zero for
+ * the other types. */
+MV_AI mvsg lat_signs7(const qtk__gfmt f, const uint8_t *b) {
+    if (f == QTK__GF_IQ2_XS) return mvsg_signs7(b + 2);
+    if (f == QTK__GF_IQ3_XXS) return mvsg_signs7w(b + 66);
+    mvsg z;
+    memset(&z, 0, sizeof z);
+    return z;
+}
+
 /* Vector i of a block (elements i MV_B .. + MV_B): the magnitudes of its coordinates *u
  * (unsigned bytes) and *sg, bytes whose sign is theirs (for mvi_sign8 of x: -1 or +1 as a mask,
  * the coordinate itself for IQ1); sc2 the sub-scales (2s + 1) of its (one or two) 16 elements (the
  * exact path's, and the fast path's for the types without lat_scales);
- * ix the block's indices from lat_index, or NULL: made per 8. */
-MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const qtk__lattice_grids *T, unsigned i,
-                   mvi *u, mvi *sg, int16_t *sc2) {
+ * ix the block's indices from lat_index, or NULL: made per 8; s7 the block's signs from lat_signs7
+ * for LAT_SIGNS7's types, or NULL: their sign rows from the table. */
+MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, const mvsg *s7, const qtk__lattice_grids *T,
+                   unsigned i, mvi *u, mvi *sg, int16_t *sc2) {
     uint64_t g[MV_B / 8], m[MV_B / 8] = {0};
     /* m: sign rows (IQ2_XXS, IQ2_XS, IQ3_XXS), IQ1_M's per-8 deltas; g4: IQ3's 4-wide rows, set into
      * the vector by 32-bit inserts from memory (paired into u64 by shifts first: 1.07x (IQ3_XXS),
@@ -136,7 +153,7 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
         *sg = mvi_or(lat_sign_bits(f, b, i), mvi_set1_8(1));
     } else {
         *u = f == QTK__GF_IQ3_XXS ? mvi_from_u32(g4) : mvi_from_u64(g);
-        *sg = mvi_from_u64(m);
+        *sg = s7 && LAT_SIGNS7(f) ? mvi_or(mvsg_mask(*s7, i), mvi_set1_8(1)) : mvi_from_u64(m);
     }
 #if MV_B == 16
     if (i % 2) sc2[0] = sc2[1]; /* the second 16 of its 32 */
@@ -149,22 +166,6 @@ MV_AI void lat_vec(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
  * the time of making them per vector on Zen 3 (GEMV, 4096 x 4096); else lat_vec's sc2 */
 MV_AI mvi lat_sc16(const qtk__gfmt f, mvi sc, const int16_t *sc2, unsigned i) {
     return LAT_SCALES(f) ? mvi_pick_sc16(sc, i) : mvi_bcast16x(sc2);
-}
-
-/* Whether a type stores 7 sign bits per 8 (the 8th their parity) */
-#define LAT_SIGNS7(f) ((f) == QTK__GF_IQ2_XS || (f) == QTK__GF_IQ3_XXS)
-/* Such a block's 32 sign bytes made at once by vectors (mvsg_signs7, mvsg_signs7w), each vector's
- * then one permute and a bit test (mvsg_mask): 0.93x (IQ2_XS), 0.92x (IQ3_XXS) the time of a u64
- * sign row per 8 from a table (spm7) on Zen 3, GEMV 4096 x 4096 (M = 64: 0.95x). IQ2_XXS keeps the
- * table: 1.07x the time by vectors (its u32 words 8 bytes apart, two loads and a shuffle; its grid
- * rows are u64, so its vectors have fewer inserts for the table's rows to compete with). Zero for
- * the other types. */
-MV_AI mvsg lat_signs7(const qtk__gfmt f, const uint8_t *b) {
-    if (f == QTK__GF_IQ2_XS) return mvsg_signs7(b + 2);
-    if (f == QTK__GF_IQ3_XXS) return mvsg_signs7w(b + 66);
-    mvsg z;
-    memset(&z, 0, sizeof z);
-    return z;
 }
 
 /* Vector i of the int8 activations xq of a block's 256 with the signs of its coordinates put on
@@ -186,7 +187,7 @@ MV_AI mvi lat_dot1(const qtk__gfmt f, const uint8_t *b, const uint16_t *ix, cons
                    const mvsg *s7, unsigned i, const int8_t *xq, mvi a) {
     int16_t sc2[2];
     mvi u, q;
-    lat_vec(f, b, ix, T, i, &u, &q, sc2);
+    lat_vec(f, b, ix, s7, T, i, &u, &q, sc2);
     return mvi_add(a, mvi_madd16(mvi_maddubs(u, lat_xs(f, b, s7, i, xq, q)), lat_sc16(f, sc, sc2, i)));
 }
 
@@ -312,7 +313,7 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                             for (unsigned i = 0; i < LAT_NV; i++) {
                                 int16_t sc2[2];
                                 mvi u, q;
-                                lat_vec(f, blk, ix, T, i, &u, &q, sc2);
+                                lat_vec(f, blk, ix, &s7, T, i, &u, &q, sc2);
                                 a = mvi_add(a, mvi_madd16(mvi_maddubs(u, lat_xs(f, blk, &s7, i, xq, q)), lat_sc16(f, sc, sc2, i)));
                             }
                         }
@@ -324,8 +325,7 @@ MV_AI void lat_rows_m(const qtk__gfmt f, const size_t M, const bool clamp, const
                     MV_UNROLL
                     for (unsigned i = 0; i < LAT_NV; i++) {
                         int16_t sc2[2];
-                        lat_vec(f, blk, ix, T, i, &u[i], &q[i], sc2);
-                        if (LAT_SIGNS7(f)) q[i] = mvi_or(mvsg_mask(s7, i), mvi_set1_8(1));
+                        lat_vec(f, blk, ix, &s7, T, i, &u[i], &q[i], sc2);
                         s16[i] = lat_sc16(f, sc, sc2, i);
                     }
                     for (size_t mi = 0; mi < mc; mi++) {
@@ -404,7 +404,7 @@ MV_AI void lat_exact_rows_m(const qtk__gfmt f, const size_t M, const qtk__mm *c,
             MV_UNROLL
             for (unsigned i = 0; i < LAT_NV; i++) {
                 mvi u, sg;
-                lat_vec(f, blk, NULL, T, i, &u, &sg, sc + i * (MV_B / 16));
+                lat_vec(f, blk, NULL, NULL, T, i, &u, &sg, sc + i * (MV_B / 16));
                 mvi_storeu(qb + i * MV_B, mvi_sign8(u, sg));
             }
             const float d = lat_d(f, blk, dmul);

@@ -323,33 +323,36 @@ MV_AI mvi mvi_pick_sc8(mvi s, unsigned i) {
     return _mm256_shuffle_epi8(s, _mm256_load_si256((const __m256i *)(const void *)pat[i]));
 }
 
+/* per byte: 0x80 where the low nibble of nib has odd parity, else 0 (bytes whose bit 7 is set give 0) */
+MV_AI __m256i mv_parity_bit7(__m256i nib) {
+    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0, -128,
+                                         -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
+    return _mm256_shuffle_epi8(par, nib);
+}
+
 /* A block's 32 sign bytes of 7 stored bits (bits 9-15 of the u16 codes at p) and their parity as
  * bit 7 (ggml's ksigns_iq2xs), group g's at byte g: the parity of the nibble s ^ s >> 4 by one
  * byte shuffle, 16 codes at a time */
 typedef __m256i mvsg;
 MV_AI mvsg mvsg_signs7(const uint8_t *p) {
-    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0, -128,
-                                         -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
     const __m256i c0 = _mm256_loadu_si256((const __m256i *)(const void *)p);
     const __m256i c1 = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
     __m256i s0 = _mm256_srli_epi16(c0, 9), s1 = _mm256_srli_epi16(c1, 9);
-    s0 = _mm256_or_si256(s0, _mm256_shuffle_epi8(par, _mm256_xor_si256(s0, _mm256_srli_epi16(c0, 13))));
-    s1 = _mm256_or_si256(s1, _mm256_shuffle_epi8(par, _mm256_xor_si256(s1, _mm256_srli_epi16(c1, 13))));
+    s0 = _mm256_or_si256(s0, mv_parity_bit7(_mm256_xor_si256(s0, _mm256_srli_epi16(c0, 13))));
+    s1 = _mm256_or_si256(s1, mv_parity_bit7(_mm256_xor_si256(s1, _mm256_srli_epi16(c1, 13))));
     return _mm256_permute4x64_epi64(_mm256_packus_epi16(s0, s1), 0xd8);
 }
 /* The same from the 8 u32 words at p (IQ3_XXS), word k holding groups 4 k .. 4 k + 3 as 7-bit
  * fields from bit 0 (its top nibble not read): each field moved into its byte by a shift and a
  * mask, the parity as above */
 MV_AI mvsg mvsg_signs7w(const uint8_t *p) {
-    const __m256i par = _mm256_setr_epi8(0, -128, -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0, 0, -128,
-                                         -128, 0, -128, 0, 0, -128, -128, 0, 0, -128, 0, -128, -128, 0);
     const __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)p);
     __m256i s = _mm256_and_si256(a, _mm256_set1_epi32(0x7f));
     s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 1), _mm256_set1_epi32(0x7f00)));
     s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 2), _mm256_set1_epi32(0x7f0000)));
     s = _mm256_or_si256(s, _mm256_and_si256(_mm256_slli_epi32(a, 3), _mm256_set1_epi32(0x7f000000)));
     const __m256i nib = _mm256_and_si256(_mm256_xor_si256(s, _mm256_srli_epi16(s, 4)), _mm256_set1_epi8(0x0f));
-    return _mm256_or_si256(s, _mm256_shuffle_epi8(par, nib));
+    return _mm256_or_si256(s, mv_parity_bit7(nib));
 }
 /* vector i's sign mask from s: byte j -1 where bit j % 8 of group g's byte is set, else 0 (g = 4 i + j / 8) */
 MV_AI mvi mvsg_mask(mvsg s, unsigned i) { return mv_bitmask_bytes_v(_mm256_permutevar8x32_epi32(s, _mm256_set1_epi32((int)i))); }
