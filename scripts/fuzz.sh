@@ -3,7 +3,8 @@
 # build-fuzz/) and runs them.
 #
 #   scripts/fuzz.sh NAME [SECONDS]   run one harness (default 600 s; 0: no time limit)
-#   scripts/fuzz.sh all [SECONDS]    run every harness in turn (scripts/test.sh: 60 s each), then a
+#   scripts/fuzz.sh all [SECONDS]    run every harness, as many side by side as there are cores
+#                                    (QTK_FUZZ_PARALLEL=N: N; scripts/test.sh: 60 s each), then a
 #                                    table: executions, exec/s, coverage, corpus, findings (--all: the same)
 #   QTK_FUZZ_RUNS=N scripts/fuzz.sh NAME 0   stop after N executions (the long runs: 10000000)
 #   scripts/fuzz.sh --merge NAME|all  minimize what runs found (build-fuzz/corpus/NAME) into the
@@ -106,47 +107,73 @@ fi
 
 secs="${2:-600}"
 case "$1" in all | --all) names="$all" ;; *) names="$1" ;; esac
-status=0
-table=""
 for name in $names; do
     case " $all " in *" $name "*) ;; *) echo "fuzz.sh: no harness '$name' (one of: $all)" >&2; exit 2 ;; esac
+done
+
+# run_one NAME: one harness for $secs s; its log in $build/fuzz-NAME.log, its line of the table
+# in $build/fuzz-NAME.row; non-zero status on a finding
+run_one() {
+    name="$1"
     work="$build/corpus/$name" real="$build/real/$name" art="$build/artifacts/$name" grown="fuzz/corpus/grown/$name"
+    log="$build/fuzz-$name.log" row="$build/fuzz-$name.row"
     mkdir -p "$work" "$real" "$art" "$grown"
-    rm -f "$real"/*
+    rm -f "$real"/* "$row"
     seeds="$(seeds_of "$name")" max="$(max_of "$name")"
     for f in $(real_of "$name"); do [ -f "$data/$f" ] && ln -s "$(cd "$data" && pwd)/$f" "$real/$(basename "$f")"; done
     runs=""
     [ -n "${QTK_FUZZ_RUNS:-}" ] && runs="-runs=$QTK_FUZZ_RUNS"
-    echo "== fuzz $name for $secs s (seeds: $seeds$( [ -n "$(ls "$real")" ] && echo ", $data"))"
     # -fsanitize=fuzzer reports leaks (LeakSanitizer), sanitizer reports abort (no recovery)
     if ! ASAN_OPTIONS="${ASAN_OPTIONS:-abort_on_error=1:detect_leaks=1}" UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}" \
         nice -n 19 "$build/fuzz/fuzz_$name" -max_total_time="$secs" -max_len="$max" -timeout=30 -rss_limit_mb=2560 \
         -print_final_stats=1 -artifact_prefix="$art/" $runs ${QTK_FUZZ_FLAGS:-} "$work" "$seeds" "$grown" "$real" \
-        >"$build/fuzz-$name.log" 2>&1; then
-        status=1
-        table="$table$(printf '%-18s %12s %9s %7s %8s %7s  %s' "$name" - - - - - "FOUND: $build/fuzz-$name.log")
-"
-        tail -n 60 "$build/fuzz-$name.log" >&2
-        echo "fuzz.sh: $name found something (log: $build/fuzz-$name.log); reproduce with:" >&2
-        for a in "$art"/*; do [ -f "$a" ] && echo "  $build/fuzz/fuzz_$name $a" >&2; done
-    else
-        # the last status line: executions, coverage (cov: edges, ft: features), corpus
-        grep -E '^#[0-9]+' "$build/fuzz-$name.log" | tail -n 1
-        grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$build/fuzz-$name.log" | tr '\n' ' '
-        echo
-        execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$build/fuzz-$name.log" | tail -n 1)"
-        rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$build/fuzz-$name.log" | tail -n 1)"
-        last="$(grep -E '^#[0-9]+' "$build/fuzz-$name.log" | tail -n 1)"
-        cov="$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')"
-        ft="$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')"
-        corp="$(echo "$last" | sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p')"
-        table="$table$(printf '%-18s %12s %9s %7s %8s %7s  %s' "$name" "${execs:-?}" "${rate:-?}" \
-            "${cov:-?}" "${ft:-?}" "${corp:-?}" none)
-"
+        >"$log" 2>&1; then
+        printf '%-18s %12s %9s %7s %8s %7s  %s\n' "$name" - - - - - "FOUND: $log" >"$row"
+        return 1
     fi
+    # the last status line: executions, coverage (cov: edges, ft: features), corpus
+    execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
+    rate="$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n 1)"
+    last="$(grep -E '^#[0-9]+' "$log" | tail -n 1)"
+    cov="$(echo "$last" | sed -n 's/.* cov: \([0-9]*\).*/\1/p')"
+    ft="$(echo "$last" | sed -n 's/.* ft: \([0-9]*\).*/\1/p')"
+    corp="$(echo "$last" | sed -n 's/.* corp: \([0-9]*\)\/.*/\1/p')"
+    printf '%-18s %12s %9s %7s %8s %7s  %s\n' "$name" "${execs:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" "${corp:-?}" none >"$row"
+}
+
+# report NAME: what a finished harness did; non-zero status on a finding
+report() {
+    name="$1" log="$build/fuzz-$1.log" art="$build/artifacts/$1"
+    if grep -q FOUND "$build/fuzz-$name.row" 2>/dev/null || [ ! -f "$build/fuzz-$name.row" ]; then
+        tail -n 60 "$log" >&2
+        echo "fuzz.sh: $name found something (log: $log); reproduce with:" >&2
+        for a in "$art"/*; do [ -f "$a" ] && echo "  $build/fuzz/fuzz_$name $a" >&2; done
+        return 1
+    fi
+    grep -E '^#[0-9]+' "$log" | tail -n 1
+    grep -E 'stat::number_of_executed_units|stat::peak_rss_mb' "$log" | tr '\n' ' '
+    echo
+}
+
+# The harnesses run side by side, as many at once as there are cores (QTK_FUZZ_PARALLEL sets it):
+# each is one process on one core, so a batch of them takes the time of one. Every harness gets
+# its whole $secs s.
+par="${QTK_FUZZ_PARALLEL:-$jobs}"
+[ "$par" -ge 1 ] 2>/dev/null || par=1
+status=0
+set -- $names
+while [ $# -gt 0 ]; do
+    batch=""
+    while [ $# -gt 0 ] && [ "$(echo "$batch" | wc -w)" -lt "$par" ]; do batch="$batch $1"; shift; done
+    for name in $batch; do
+        echo "== fuzz $name for $secs s (seeds: $(seeds_of "$name")$(for f in $(real_of "$name"); do [ -f "$data/$f" ] && { echo ", $data"; break; }; done))"
+        run_one "$name" &
+    done
+    wait || true
+    for name in $batch; do report "$name" || status=1; done
 done
 if [ "$(echo "$names" | wc -w)" -gt 1 ]; then
     printf '\n%-18s %12s %9s %7s %8s %7s  %s\n' harness executions exec/s cov ft corpus findings
-    printf '%s' "$table"
+    for name in $names; do cat "$build/fuzz-$name.row" 2>/dev/null || printf '%-18s %12s\n' "$name" "no result"; done
 fi
 exit "$status"
