@@ -169,7 +169,7 @@ while [ $# -gt 0 ]; do
         echo "== fuzz $name for $secs s (seeds: $(seeds_of "$name")$(for f in $(real_of "$name"); do [ -f "$data/$f" ] && { echo ", $data"; break; }; done))"
         run_one "$name" &
     done
-    wait || true
+    wait
     for name in $batch; do report "$name" || status=1; done
 done
 if [ "$(echo "$names" | wc -w)" -gt 1 ]; then

@@ -81,9 +81,10 @@ MV_AI void gb_k_sets(const qtk__gfmt f, const uint8_t *blk, mvi *set0, mvi *set1
 /* The planes of a K block and the bytes of each */
 #define GB_PLANES(f) ((f) == QTK__GF_Q2_K || (f) == QTK__GF_Q3_K ? 4u : 2u)
 
-/* The bits of v's bytes that mask m selects after a shift by sh (left where sh > 0): with sh
- * at most 4 and m's bits where a byte's own bits land, no neighbour's bit passes the mask, so
- * the shift may act on 32-bit lanes. */
+/* The bits of v's bytes that mask m selects after a shift by sh (left where sh > 0, right by -sh
+ * where sh < 0). Where every bit of m lies at or above sh (left) or at most 7 + sh (right), each
+ * bit it keeps comes from its own byte, so the shift may act on 32-bit lanes (here: left by up to
+ * 4 into bit 4 or 4-5, right by up to 5 into bit 2, 3 into bit 4, 2 into bits 4-5). */
 MV_AI mvi gb_bits_to(mvi v, int sh, mvi m) {
     return mvi_and(sh > 0 ? mvi_slli(v, sh) : sh < 0 ? mvi_srli(v, -sh) : v, m);
 }
